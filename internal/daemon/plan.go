@@ -1,0 +1,138 @@
+package daemon
+
+import (
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Snapshot is everything Decide may look at for one DaemonSet. The controller builds it
+// from its informer caches; nothing in it is modified.
+type Snapshot struct {
+	DaemonSet *apps.DaemonSet
+	// Nodes are all the cluster's nodes, in any order.
+	Nodes []*v1.Node
+	// Pods are the pods that may belong to the DaemonSet: those it controls and the
+	// orphans in its namespace. Others are ignored.
+	Pods []*v1.Pod
+	// Revisions are the ControllerRevisions of the DaemonSet's namespace.
+	Revisions []*apps.ControllerRevision
+	// InFlight are the controller's writes that the caches have not shown yet.
+	InFlight InFlight
+	// Backoff maps a node to the time until which a failed pod there is left alone.
+	Backoff map[string]time.Time
+	// Now is the time the decision is made at.
+	Now time.Time
+	// MaxCreates and MaxDeletes cap the pod creates and deletes of one Plan; zero
+	// means no cap.
+	MaxCreates, MaxDeletes int
+	// Eligibility is the DaemonSet template's parsed placement rules, when the
+	// caller caches them; nil means Decide parses them.
+	Eligibility *Eligibility
+}
+
+// InFlight are pod writes the controller made that its cache has not observed yet.
+type InFlight struct {
+	// Creates holds the nodes for which a pod was created but not yet seen.
+	Creates map[string]bool
+	// Deletes holds the UIDs of pods deleted but still seen.
+	Deletes map[types.UID]bool
+}
+
+// Empty reports whether no write is outstanding.
+func (f InFlight) Empty() bool { return len(f.Creates) == 0 && len(f.Deletes) == 0 }
+
+// Plan is what the controller must do for one DaemonSet, in the order the fields are
+// listed. A zero Plan does nothing.
+type Plan struct {
+	// Adopt and Release change the ControllerRef of pods and revisions. Adoption is
+	// done only after a fresh read confirms the DaemonSet is not being deleted.
+	Adopt            []*v1.Pod
+	Release          []*v1.Pod
+	AdoptRevisions   []*apps.ControllerRevision
+	ReleaseRevisions []*apps.ControllerRevision
+
+	// LabelRevisions are revisions given their missing hash label (updated copies).
+	LabelRevisions []*apps.ControllerRevision
+	// CreateRevision records the current template, when no revision does yet.
+	CreateRevision *apps.ControllerRevision
+	// RenumberRevision is the current revision raised to the newest number.
+	RenumberRevision *apps.ControllerRevision
+	// Relabel are pods of duplicate revisions, to be labelled with Hash; then
+	// DedupRevisions, the duplicates, are deleted.
+	Relabel        []*v1.Pod
+	DedupRevisions []*apps.ControllerRevision
+
+	// Hash labels the current revision and every pod created from it.
+	Hash string
+	// Template is what new pods are made from (see PodForNode); set with Creates.
+	Template *v1.PodTemplateSpec
+	// Deletes and Creates are the pod changes, in a deterministic order.
+	Deletes []PodDelete
+	Creates []PodCreate
+	// FailedPodNodes are the nodes whose failed pods are deleted in this Plan: their
+	// backoff grows.
+	FailedPodNodes []string
+
+	// PruneRevisions are old revisions beyond the history limit.
+	PruneRevisions []*apps.ControllerRevision
+	// Status is the status to store, or nil when it is unchanged.
+	Status *apps.DaemonSetStatus
+	// Events are to be recorded on the DaemonSet.
+	Events []Event
+	// RequeueAfter, when positive, asks for another look after that long even if
+	// nothing changes.
+	RequeueAfter time.Duration
+}
+
+// PodCreate asks for a daemon pod on Node.
+type PodCreate struct {
+	Node   string
+	Reason Reason
+}
+
+// PodDelete asks for Pod to be deleted (with its UID as precondition).
+type PodDelete struct {
+	Pod    *v1.Pod
+	Reason Reason
+}
+
+// Event is an event to record on the DaemonSet.
+type Event struct {
+	Type    string // v1.EventTypeNormal or v1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+// Reasons for pod creates and deletes.
+const (
+	ReasonMissingPod   Reason = "MissingPod"   // an eligible node without a pod
+	ReasonFailedPod    Reason = "FailedPod"    // the pod failed
+	ReasonSucceededPod Reason = "SucceededPod" // the pod exited
+	ReasonExcessPod    Reason = "ExcessPod"    // more pods on the node than allowed
+	ReasonNodeGone     Reason = "NodeGone"     // never scheduled, and its node no longer exists
+	ReasonUpdate       Reason = "RollingUpdate"
+	ReasonSurge        Reason = "RollingUpdateSurge"
+	ReasonSurgeDone    Reason = "SurgeReplaced" // the new pod on the node is available
+)
+
+// Event reasons, as kube-controller-manager records them.
+const (
+	EventSelectingAll       = "SelectingAll"
+	EventFailedDaemonPod    = "FailedDaemonPod"
+	EventSucceededDaemonPod = "SucceededDaemonPod"
+	EventSuccessfulCreate   = "SuccessfulCreate"
+	EventFailedCreate       = "FailedCreate"
+	EventSuccessfulDelete   = "SuccessfulDelete"
+	EventFailedDelete       = "FailedDelete"
+	// EventInvalidSpec is everynode's: a spec value the controller cannot act on.
+	EventInvalidSpec = "InvalidSpec"
+)
+
+func (p *Plan) requeueWithin(d time.Duration) {
+	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
+		p.RequeueAfter = d
+	}
+}

@@ -1,0 +1,188 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// budget is how far a rolling update may go at once.
+type budget struct {
+	maxSurge       int // nodes that may run an old and a new pod together
+	maxUnavailable int // pods that may be unavailable
+}
+
+// rollingBudget scales maxSurge and maxUnavailable against the number of nodes that
+// should run the pod, rounding percentages up. When both come to zero on a non-empty
+// DaemonSet, one pod may be unavailable so the update can progress.
+func rollingBudget(ds *apps.DaemonSet, desired int) (budget, error) {
+	r := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type != apps.RollingUpdateDaemonSetStrategyType || r == nil {
+		return budget{}, nil
+	}
+	var b budget
+	var err error
+	if b.maxSurge, err = scaled(r.MaxSurge, desired); err != nil {
+		return budget{}, fmt.Errorf("invalid maxSurge: %w", err)
+	}
+	if b.maxUnavailable, err = scaled(r.MaxUnavailable, desired); err != nil {
+		return budget{}, fmt.Errorf("invalid maxUnavailable: %w", err)
+	}
+	if desired > 0 && b.maxSurge == 0 && b.maxUnavailable == 0 {
+		b.maxUnavailable = 1
+	}
+	return b, nil
+}
+
+func scaled(v *intstr.IntOrString, total int) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	return intstr.GetScaledValueFromIntOrPercent(v, total, true)
+}
+
+// allowsSurge reports whether ds may run two pods on a node during an update.
+func allowsSurge(ds *apps.DaemonSet) bool {
+	b, err := rollingBudget(ds, 1)
+	return err == nil && b.maxSurge > 0
+}
+
+// podsOnNode picks the node's one current-revision pod and one older pod, ignoring
+// terminating ones. ok is false when there are more than one of either: the placement
+// rules must prune the node before the update touches it.
+func (v *view) podsOnNode(n *nodeState) (cur, old *podAvail, ok bool) {
+	for _, pod := range n.pods {
+		if v.deleting(pod) {
+			continue
+		}
+		if v.updated(pod) {
+			if cur != nil {
+				return nil, nil, false
+			}
+			cur = &podAvail{pod: pod, available: v.available(pod)}
+		} else {
+			if old != nil {
+				return nil, nil, false
+			}
+			old = &podAvail{pod: pod, available: v.available(pod)}
+		}
+	}
+	return cur, old, true
+}
+
+// rollOut plans the next step of a RollingUpdate: which old pods to delete (or, when
+// surging, beside which to create a new pod) without exceeding the budget. Candidates
+// are taken in node-name order, so the same state always updates the same nodes.
+func (v *view) rollOut(desired int, b budget, p *Plan) {
+	if b.maxSurge == 0 {
+		v.rollOutReplacing(b.maxUnavailable, p)
+		return
+	}
+	v.rollOutSurging(desired, b.maxSurge, p)
+}
+
+// rollOutReplacing deletes old pods so that new ones take their place, keeping the
+// unavailable pods (missing, unavailable new, or being replaced) within maxUnavailable.
+// Old pods that are unavailable anyway are replaced at once.
+func (v *view) rollOutReplacing(maxUnavailable int, p *Plan) {
+	unavailable := 0
+	var candidates []*nodeState
+	for _, n := range v.nodes {
+		if len(n.pods) == 0 && !n.verdict.Run {
+			continue
+		}
+		cur, old, ok := v.podsOnNode(n)
+		switch {
+		case !ok, cur == nil && old == nil, cur != nil && old != nil:
+			unavailable++
+		case cur != nil:
+			if !cur.available {
+				unavailable++
+			}
+		case !old.available:
+			unavailable++
+			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+		default:
+			candidates = append(candidates, n)
+		}
+	}
+	room := min(max(maxUnavailable-unavailable, 0), len(candidates))
+	for _, n := range firstByName(candidates, room) {
+		_, old, _ := v.podsOnNode(n)
+		p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+	}
+}
+
+// rollOutSurging creates a new pod beside old ones, at most maxSurge nodes at a time,
+// and deletes each old pod once the new one beside it is available. An old pod that
+// is unavailable anyway gets its replacement at once. Old pods on nodes that should no
+// longer run the DaemonSet are deleted only while more pods are available than desired.
+func (v *view) rollOutSurging(desired, maxSurge int, p *Plan) {
+	surging, available := 0, 0
+	var candidates, leaving []*nodeState
+	for _, n := range v.nodes {
+		if len(n.pods) == 0 {
+			continue
+		}
+		cur, old, ok := v.podsOnNode(n)
+		if !ok {
+			surging++
+			continue
+		}
+		if old != nil {
+			if old.available {
+				available++
+			}
+		} else if cur != nil && cur.available {
+			available++
+		}
+		switch {
+		case old == nil:
+		case cur == nil && !old.available:
+			if !n.verdict.Run {
+				p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
+				continue
+			}
+			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+		case cur == nil:
+			if !n.verdict.Run {
+				leaving = append(leaving, n)
+				continue
+			}
+			candidates = append(candidates, n)
+		case !cur.available:
+			surging++
+		default:
+			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonSurgeDone})
+		}
+	}
+	if spare := available - desired; spare > 0 {
+		for _, n := range firstByName(leaving, min(spare, len(leaving))) {
+			_, old, _ := v.podsOnNode(n)
+			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
+		}
+	}
+	room := min(max(maxSurge-surging, 0), len(candidates))
+	for _, n := range firstByName(candidates, room) {
+		p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+	}
+}
+
+// podAvail is a pod with its availability, computed once.
+type podAvail struct {
+	pod       *v1.Pod
+	available bool
+}
+
+// firstByName returns the k nodes with the smallest names.
+func firstByName(nodes []*nodeState, k int) []*nodeState {
+	if k <= 0 {
+		return nil
+	}
+	slices.SortFunc(nodes, func(a, b *nodeState) int { return strings.Compare(a.name, b.name) })
+	return nodes[:k]
+}

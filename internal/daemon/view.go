@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+)
+
+// nodeState is one node as the rules see it: its verdict and the DaemonSet's pods
+// pinned to it.
+type nodeState struct {
+	name    string
+	node    *v1.Node // nil when the node no longer exists
+	verdict Verdict  // zero (nothing allowed) when the node no longer exists
+	// pods are the DaemonSet's pods for this node, terminating ones included, but not
+	// those that both finished and are being deleted: those are gone for our purposes.
+	pods []*v1.Pod
+	// creating: a pod was created for this node and the cache has not shown it yet.
+	creating bool
+}
+
+// view is a Snapshot arranged for the rules: claimed pods grouped by node, with the
+// DaemonSet's current revision.
+type view struct {
+	ds       *apps.DaemonSet
+	hash     string
+	gen      int64
+	hasGen   bool
+	// dupHashes are hashes of duplicate revisions of the current template: their
+	// pods run the current template and are being relabelled.
+	dupHashes map[string]bool
+	now      time.Time
+	inflight InFlight
+	nodes    []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
+}
+
+// deleting reports whether pod is on its way out: marked for deletion, or deleted by
+// us already.
+func (v *view) deleting(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil || v.inflight.Deletes[pod.UID]
+}
+
+func (v *view) updated(pod *v1.Pod) bool {
+	return isUpdated(pod, v.hash, v.gen, v.hasGen) || v.dupHashes[pod.Labels[HashLabel]]
+}
+
+func (v *view) available(pod *v1.Pod) bool {
+	return IsAvailable(pod, v.ds.Spec.MinReadySeconds, v.now)
+}
+
+// newView groups the claimed pods by their target node. Pods pinned to no node are
+// left out: nothing can be decided about them.
+func newView(s *Snapshot, elig *Eligibility, hash string, claimed []*v1.Pod) *view {
+	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight}
+	v.gen, v.hasGen = templateGeneration(s.DaemonSet.Annotations)
+	states := make([]nodeState, len(s.Nodes))
+	byName := make(map[string]*nodeState, len(s.Nodes))
+	v.nodes = make([]*nodeState, 0, len(s.Nodes))
+	for i, node := range s.Nodes {
+		st := &states[i]
+		st.name, st.node, st.verdict = node.Name, node, elig.Check(node)
+		st.creating = s.InFlight.Creates[node.Name]
+		byName[node.Name] = st
+		v.nodes = append(v.nodes, st)
+	}
+	for _, pod := range claimed {
+		if isTerminal(pod) && pod.DeletionTimestamp != nil {
+			continue
+		}
+		name, ok := TargetNode(pod)
+		if !ok {
+			continue
+		}
+		st := byName[name]
+		if st == nil {
+			st = &nodeState{name: name, verdict: Verdict{node: name, Reason: ReasonNodeGone}}
+			byName[name] = st
+			v.nodes = append(v.nodes, st)
+		}
+		st.pods = append(st.pods, pod)
+	}
+	return v
+}
