@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Options tune a Controller. The zero value of a field means its default.
+type Options struct {
+	// BurstReplicas caps the pod creates, and separately the deletes, of one sync.
+	BurstReplicas int
+	// Clock is the controller's time source (tests use a fake one).
+	Clock clock.WithTicker
+	// Metrics receives the controller's measurements; nil records nothing.
+	Metrics *Metrics
+}
+
+// DefaultBurstReplicas is the default cap on creates and deletes per sync.
+const DefaultBurstReplicas = 250
+
+// EventSource names this controller on the events it records; it is the name
+// kube-controller-manager's DaemonSet controller uses, so tools filtering on it work.
+const EventSource = "daemonset-controller"
+
+// Controller keeps every DaemonSet's pods on its eligible nodes.
+type Controller struct {
+	client   kubernetes.Interface
+	opts     Options
+	clock    clock.WithTicker
+	metrics  *Metrics
+	recorder record.EventRecorder
+	events   record.EventBroadcaster
+
+	dsLister  appslisters.DaemonSetLister
+	revLister appslisters.ControllerRevisionLister
+	nodes     corelisters.NodeLister
+	pods      cache.Indexer
+	synced    []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[string]
+	inflight *inflight
+	backoff  *failedBackoff
+	elig     *eligibilityCache
+	ready    atomic.Bool
+}
+
+// Ready reports whether the caches have synced and workers are running.
+func (c *Controller) Ready() bool { return c.ready.Load() }
+
+// New wires a Controller to the informers of factory, which the caller starts after
+// New returns. Pod informers get the indexes the controller reads by.
+func New(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) (*Controller, error) {
+	if opts.BurstReplicas <= 0 {
+		opts.BurstReplicas = DefaultBurstReplicas
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	c := &Controller{
+		client:   client,
+		opts:     opts,
+		clock:    opts.Clock,
+		metrics:  opts.Metrics,
+		events:   broadcaster,
+		recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventSource}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "everynode", Clock: opts.Clock},
+		),
+		inflight: newInflight(opts.Clock),
+		backoff:  newFailedBackoff(opts.Clock),
+		elig:     newEligibilityCache(),
+	}
+	c.metrics.queueDepth = c.queue.Len
+
+	dsInformer := factory.Apps().V1().DaemonSets()
+	revInformer := factory.Apps().V1().ControllerRevisions()
+	podInformer := factory.Core().V1().Pods()
+	nodeInformer := factory.Core().V1().Nodes()
+	if err := podInformer.Informer().AddIndexers(podIndexers()); err != nil {
+		return nil, fmt.Errorf("adding pod indexes: %w", err)
+	}
+	c.dsLister = dsInformer.Lister()
+	c.revLister = revInformer.Lister()
+	c.nodes = nodeInformer.Lister()
+	c.pods = podInformer.Informer().GetIndexer()
+
+	logger := klog.FromContext(ctx)
+	for _, reg := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{dsInformer.Informer(), c.daemonSetHandler(logger)},
+		{revInformer.Informer(), c.revisionHandler(logger)},
+		{podInformer.Informer(), c.podHandler(logger)},
+		{nodeInformer.Informer(), c.nodeHandler(logger)},
+	} {
+		r, err := reg.informer.AddEventHandler(reg.handler)
+		if err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, r.HasSynced)
+	}
+	return c, nil
+}
+
+// Run processes DaemonSets with the given number of workers until ctx ends, then
+// waits for the workers to finish their current sync.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx)
+	c.events.StartStructuredLogging(3)
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	defer c.queue.ShutDown()
+
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return errors.New("informer caches did not sync before shutdown")
+	}
+	logger.Info("Starting DaemonSet workers", "workers", workers)
+	c.ready.Store(true)
+	defer c.ready.Store(false)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	wg.Go(func() { wait.Until(c.backoff.gc, time.Minute, ctx.Done()) })
+	<-ctx.Done()
+	logger.Info("Shutting down DaemonSet workers")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	start := c.clock.Now()
+	requeue, err := c.sync(ctx, key)
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	c.metrics.syncDuration.WithLabelValues(result).Observe(c.clock.Since(start).Seconds())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Sync failed, will retry", "daemonset", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if requeue > 0 {
+		c.queue.AddAfter(key, requeue)
+	}
+	return true
+}

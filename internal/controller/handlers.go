@@ -1,0 +1,269 @@
+package controller
+
+import (
+	"reflect"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+// Event handlers: they read the caches, track observed writes and enqueue keys. They
+// never call the API and never decide anything beyond which DaemonSets to look at.
+
+func (c *Controller) enqueue(ds *apps.DaemonSet) {
+	c.queue.Add(cache.MetaObjectToName(ds).String())
+}
+
+// unwrap returns the object of a delete notification, which may be a tombstone.
+func unwrap[T any](obj interface{}) (T, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	v, ok := obj.(T)
+	return v, ok
+}
+
+func (c *Controller) daemonSetHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if ds, ok := obj.(*apps.DaemonSet); ok {
+				logger.V(4).Info("DaemonSet added", "daemonset", klog.KObj(ds))
+				c.enqueue(ds)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*apps.DaemonSet)
+			cur, ok2 := newObj.(*apps.DaemonSet)
+			if !ok1 || !ok2 {
+				return
+			}
+			if old.UID != cur.UID {
+				// Deleted and recreated under the same name between two watches.
+				c.forgetDaemonSet(old)
+			}
+			c.enqueue(cur)
+		},
+		DeleteFunc: func(obj interface{}) {
+			ds, ok := unwrap[*apps.DaemonSet](obj)
+			if !ok {
+				return
+			}
+			logger.V(4).Info("DaemonSet deleted", "daemonset", klog.KObj(ds))
+			c.forgetDaemonSet(ds)
+			c.enqueue(ds)
+		},
+	}
+}
+
+func (c *Controller) forgetDaemonSet(ds *apps.DaemonSet) {
+	key := cache.MetaObjectToName(ds).String()
+	c.inflight.forget(key)
+	c.backoff.forget(key)
+	c.elig.forget(ds.UID)
+	c.metrics.forget(ds.Namespace, ds.Name)
+}
+
+// owner returns the DaemonSet a ControllerRef points to, if it is still the same one.
+func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *apps.DaemonSet {
+	if ref == nil || ref.Kind != "DaemonSet" {
+		return nil
+	}
+	ds, err := c.dsLister.DaemonSets(namespace).Get(ref.Name)
+	if err != nil || ds.UID != ref.UID {
+		return nil
+	}
+	return ds
+}
+
+// selecting returns the DaemonSets of namespace whose selector matches set: the
+// candidates to adopt an orphan.
+func (c *Controller) selecting(namespace string, set labels.Set) []*apps.DaemonSet {
+	all, err := c.dsLister.DaemonSets(namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*apps.DaemonSet
+	for _, ds := range all {
+		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		if sel.Matches(set) {
+			out = append(out, ds)
+		}
+	}
+	return out
+}
+
+func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			pod, ok := obj.(*v1.Pod)
+			if !ok {
+				return
+			}
+			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
+				key := cache.MetaObjectToName(ds).String()
+				if node, ok := daemon.TargetNode(pod); ok {
+					c.inflight.createDone(key, node)
+				}
+				if pod.DeletionTimestamp != nil {
+					c.inflight.deleteDone(key, pod.UID)
+				}
+				logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+				c.enqueue(ds)
+				return
+			}
+			if metav1.GetControllerOfNoCopy(pod) == nil && pod.DeletionTimestamp == nil {
+				for _, ds := range c.selecting(pod.Namespace, pod.Labels) {
+					c.enqueue(ds)
+				}
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*v1.Pod)
+			cur, ok2 := newObj.(*v1.Pod)
+			if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+				return
+			}
+			oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
+			if !reflect.DeepEqual(oldRef, curRef) {
+				if ds := c.owner(old.Namespace, oldRef); ds != nil {
+					c.enqueue(ds)
+				}
+			}
+			if ds := c.owner(cur.Namespace, curRef); ds != nil {
+				if cur.DeletionTimestamp != nil {
+					c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), cur.UID)
+				}
+				c.enqueue(ds)
+				return
+			}
+			if curRef == nil && (!reflect.DeepEqual(old.Labels, cur.Labels) || oldRef != nil) {
+				for _, ds := range c.selecting(cur.Namespace, cur.Labels) {
+					c.enqueue(ds)
+				}
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			pod, ok := unwrap[*v1.Pod](obj)
+			if !ok {
+				return
+			}
+			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
+				c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), pod.UID)
+				logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+				c.enqueue(ds)
+			}
+		},
+	}
+}
+
+func (c *Controller) revisionHandler(logger klog.Logger) cache.ResourceEventHandler {
+	wake := func(r *apps.ControllerRevision) {
+		if ref := metav1.GetControllerOfNoCopy(r); ref != nil {
+			if ds := c.owner(r.Namespace, ref); ds != nil {
+				c.enqueue(ds)
+			}
+			return
+		}
+		for _, ds := range c.selecting(r.Namespace, r.Labels) {
+			c.enqueue(ds)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if r, ok := obj.(*apps.ControllerRevision); ok {
+				wake(r)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*apps.ControllerRevision)
+			cur, ok2 := newObj.(*apps.ControllerRevision)
+			if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+				return
+			}
+			if oldRef := metav1.GetControllerOfNoCopy(old); oldRef != nil && !reflect.DeepEqual(oldRef, metav1.GetControllerOfNoCopy(cur)) {
+				if ds := c.owner(old.Namespace, oldRef); ds != nil {
+					c.enqueue(ds)
+				}
+			}
+			wake(cur)
+		},
+		DeleteFunc: func(obj interface{}) {
+			r, ok := unwrap[*apps.ControllerRevision](obj)
+			if !ok {
+				return
+			}
+			if ds := c.owner(r.Namespace, metav1.GetControllerOfNoCopy(r)); ds != nil {
+				logger.V(4).Info("ControllerRevision deleted", "revision", klog.KObj(r))
+				c.enqueue(ds)
+			}
+		},
+	}
+}
+
+// nodeHandler wakes only the DaemonSets whose verdict for the node changes: a new node
+// wakes those that should run there; an update wakes those for which the node's labels
+// or taints change the answer (status and heartbeats change nothing); a deleted node
+// wakes those that had it counted.
+func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			node, ok := obj.(*v1.Node)
+			if !ok {
+				return
+			}
+			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
+				if rules.Check(node).Run {
+					c.enqueue(ds)
+				}
+			})
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			old, ok1 := oldObj.(*v1.Node)
+			cur, ok2 := newObj.(*v1.Node)
+			if !ok1 || !ok2 {
+				return
+			}
+			if apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
+				return
+			}
+			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
+				before, after := rules.Check(old), rules.Check(cur)
+				if before.Run != after.Run || before.KeepRunning != after.KeepRunning {
+					logger.V(5).Info("Node change affects DaemonSet", "node", klog.KObj(cur), "daemonset", klog.KObj(ds), "reason", after.Reason)
+					c.enqueue(ds)
+				}
+			})
+		},
+		DeleteFunc: func(obj interface{}) {
+			node, ok := unwrap[*v1.Node](obj)
+			if !ok {
+				return
+			}
+			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
+				if v := rules.Check(node); v.Run || v.KeepRunning {
+					c.enqueue(ds)
+				}
+			})
+		},
+	}
+}
+
+func (c *Controller) forEachDaemonSet(fn func(*apps.DaemonSet, *daemon.Eligibility)) {
+	all, err := c.dsLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range all {
+		fn(ds, c.elig.get(ds))
+	}
+}

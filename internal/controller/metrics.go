@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	apps "k8s.io/api/apps/v1"
+)
+
+// Metrics are the controller's Prometheus metrics. They live in the registry given to
+// NewMetrics, never in a global one.
+type Metrics struct {
+	syncDuration *prometheus.HistogramVec
+	podsCreated  *prometheus.CounterVec
+	podsDeleted  *prometheus.CounterVec
+	failedPods   prometheus.Counter
+	desired      *prometheus.GaugeVec
+	updated      *prometheus.GaugeVec
+	available    *prometheus.GaugeVec
+	queueDepth   func() int
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	dsLabels := []string{"namespace", "daemonset"}
+	m := &Metrics{
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "everynode_sync_duration_seconds",
+			Help:    "Time to sync one DaemonSet: read the caches, decide, and apply the plan.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"result"}),
+		podsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "everynode_pods_created_total",
+			Help: "Daemon pods created, by why they were created.",
+		}, []string{"reason"}),
+		podsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "everynode_pods_deleted_total",
+			Help: "Daemon pods deleted, by why they were deleted.",
+		}, []string{"reason"}),
+		failedPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "everynode_failed_pods_total",
+			Help: "Failed daemon pods found and deleted.",
+		}),
+		desired: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "everynode_daemonset_desired_pods",
+			Help: "Nodes that should run the DaemonSet's pod (status.desiredNumberScheduled).",
+		}, dsLabels),
+		updated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "everynode_daemonset_updated_pods",
+			Help: "Nodes running the current revision (status.updatedNumberScheduled).",
+		}, dsLabels),
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "everynode_daemonset_available_pods",
+			Help: "Nodes with an available pod (status.numberAvailable).",
+		}, dsLabels),
+	}
+	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.failedPods, m.desired, m.updated, m.available,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "everynode_workqueue_depth",
+			Help: "DaemonSets waiting to be synced.",
+		}, func() float64 {
+			if m.queueDepth == nil {
+				return 0
+			}
+			return float64(m.queueDepth())
+		}))
+	return m
+}
+
+func (m *Metrics) observeStatus(ds *apps.DaemonSet, s *apps.DaemonSetStatus) {
+	m.desired.WithLabelValues(ds.Namespace, ds.Name).Set(float64(s.DesiredNumberScheduled))
+	m.updated.WithLabelValues(ds.Namespace, ds.Name).Set(float64(s.UpdatedNumberScheduled))
+	m.available.WithLabelValues(ds.Namespace, ds.Name).Set(float64(s.NumberAvailable))
+}
+
+func (m *Metrics) forget(namespace, name string) {
+	for _, g := range []*prometheus.GaugeVec{m.desired, m.updated, m.available} {
+		g.DeleteLabelValues(namespace, name)
+	}
+}

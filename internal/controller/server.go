@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server serves /metrics, /healthz (the process is up) and /readyz (ready reports
+// true: caches synced and, with leader election, leading or standing by).
+type Server struct {
+	listener net.Listener
+	server   *http.Server
+}
+
+// Listen binds addr now, so that a port in use is reported before anything starts.
+func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot serve metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready: caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return &Server{listener: l, server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// Addr is the address actually bound (useful with port 0).
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Serve serves until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.server.Serve(s.listener) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := s.server.Shutdown(shutdownCtx)
+		if serveErr := <-done; !errors.Is(serveErr, http.ErrServerClosed) {
+			return serveErr
+		}
+		return err
+	}
+}

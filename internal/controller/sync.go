@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+// sync brings one DaemonSet a step closer to its spec: it reads a snapshot from the
+// caches, lets the core decide, and applies the plan. It returns when to look again
+// even if nothing changes (zero: only on events).
+//
+// Its summary line is logged at verbosity 2 when the plan wrote something and at 4
+// otherwise.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	logger := klog.FromContext(ctx).WithValues("daemonset", key)
+	ctx = klog.NewContext(ctx, logger)
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil // not a key of ours; retrying cannot help
+	}
+	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		logger.V(3).Info("DaemonSet is gone")
+		c.inflight.forget(key)
+		c.backoff.forget(key)
+		c.metrics.forget(namespace, name)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading DaemonSet %s from cache: %w", key, err)
+	}
+
+	snap, err := c.snapshot(ds, key)
+	if err != nil {
+		return 0, err
+	}
+	plan := daemon.Decide(snap)
+	start := c.clock.Now()
+	err = c.apply(ctx, ds, key, &plan)
+	level := 4
+	if plan.Writes() > 0 {
+		level = 2
+	}
+	logger.V(level).Info("Synced DaemonSet",
+		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash,
+		"creates", len(plan.Creates), "deletes", len(plan.Deletes),
+		"statusWritten", plan.Status != nil, "requeueAfter", plan.RequeueAfter,
+		"applyTime", c.clock.Since(start), "err", err)
+	return plan.RequeueAfter, err
+}
+
+// snapshot reads what Decide needs for ds from the caches.
+func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot, error) {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes from cache: %w", err)
+	}
+	owned, err := c.pods.ByIndex(byController, string(ds.UID))
+	if err != nil {
+		return nil, fmt.Errorf("listing pods from cache: %w", err)
+	}
+	orphans, err := c.pods.ByIndex(byController, orphanKey(ds.Namespace))
+	if err != nil {
+		return nil, fmt.Errorf("listing pods from cache: %w", err)
+	}
+	pods := make([]*v1.Pod, 0, len(owned)+len(orphans))
+	for _, list := range [][]interface{}{owned, orphans} {
+		for _, obj := range list {
+			if pod, ok := obj.(*v1.Pod); ok {
+				pods = append(pods, pod)
+			}
+		}
+	}
+	revisions, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)
+	}
+	return &daemon.Snapshot{
+		DaemonSet:   ds,
+		Nodes:       nodes,
+		Pods:        pods,
+		Revisions:   revisions,
+		InFlight:    c.inflight.view(key),
+		Backoff:     c.backoff.view(key, ds.Generation),
+		Now:         c.clock.Now(),
+		MaxCreates:  c.opts.BurstReplicas,
+		MaxDeletes:  c.opts.BurstReplicas,
+		Eligibility: c.elig.get(ds),
+	}, nil
+}
