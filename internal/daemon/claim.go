@@ -20,9 +20,12 @@ const (
 // the given UID and selector:
 //   - controlled by another controller: ignored;
 //   - controlled by us and matching: ours;
-//   - controlled by us and not matching: released, unless it is being deleted;
+//   - controlled by us and not matching: released, even while it is being deleted;
 //   - an orphan that matches and is not being deleted: adopted;
 //   - any other orphan: ignored.
+//
+// The controller itself being deleted is not considered here: Decide claims nothing
+// for a DaemonSet that is being deleted.
 func decideClaim(obj metav1.Object, owner types.UID, selector labels.Selector) claim {
 	matches := selector.Matches(labels.Set(obj.GetLabels()))
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
@@ -31,8 +34,6 @@ func decideClaim(obj metav1.Object, owner types.UID, selector labels.Selector) c
 			return claimIgnore
 		case matches:
 			return claimOwned
-		case obj.GetDeletionTimestamp() != nil:
-			return claimIgnore
 		default:
 			return claimRelease
 		}

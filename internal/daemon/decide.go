@@ -151,6 +151,13 @@ func finishPodChanges(s *Snapshot, p *Plan) {
 	}
 	if s.MaxDeletes > 0 && len(p.Deletes) > s.MaxDeletes {
 		p.Deletes = p.Deletes[:s.MaxDeletes]
+		// Only nodes whose failed pod is still deleted in this Plan back off.
+		p.FailedPodNodes = slices.DeleteFunc(p.FailedPodNodes, func(node string) bool {
+			return !slices.ContainsFunc(p.Deletes, func(d PodDelete) bool {
+				target, _ := TargetNode(d.Pod)
+				return d.Reason == ReasonFailedPod && target == node
+			})
+		})
 	}
 	if len(p.Creates) > 0 {
 		p.Template = PodTemplate(s.DaemonSet, p.Hash)

@@ -74,7 +74,7 @@ func (v Verdict) Taint() (v1.Taint, bool) {
 // against any number of nodes. It is safe for concurrent use.
 type Eligibility struct {
 	nodeName    string
-	selector    labels.Selector                   // nil: no nodeSelector
+	selector    labels.Selector                     // nil: no nodeSelector
 	affinity    *nodeaffinity.LazyErrorNodeSelector // nil: no required node affinity
 	tolerations []v1.Toleration
 }

@@ -130,6 +130,9 @@ func decideHistory(ds *apps.DaemonSet, patch []byte, controlled []*apps.Controll
 		hp.current = keep.DeepCopy()
 		hp.current.Revision = next
 		hp.renumber = true
+		// One write carries both changes: a separate label update would make the
+		// renumbering conflict.
+		hp.label = slices.DeleteFunc(hp.label, func(r *apps.ControllerRevision) bool { return r == keep })
 	}
 	return hp
 }

@@ -136,3 +136,16 @@ func (p *Plan) requeueWithin(d time.Duration) {
 		p.RequeueAfter = d
 	}
 }
+
+// Writes counts the API writes the Plan asks for.
+func (p *Plan) Writes() int {
+	n := len(p.Adopt) + len(p.Release) + len(p.AdoptRevisions) + len(p.ReleaseRevisions) +
+		len(p.LabelRevisions) + len(p.Relabel) + len(p.DedupRevisions) +
+		len(p.Deletes) + len(p.Creates) + len(p.PruneRevisions)
+	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil} {
+		if w {
+			n++
+		}
+	}
+	return n
+}

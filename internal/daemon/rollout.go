@@ -20,17 +20,18 @@ type budget struct {
 // should run the pod, rounding percentages up. When both come to zero on a non-empty
 // DaemonSet, one pod may be unavailable so the update can progress.
 func rollingBudget(ds *apps.DaemonSet, desired int) (budget, error) {
-	r := ds.Spec.UpdateStrategy.RollingUpdate
-	if ds.Spec.UpdateStrategy.Type != apps.RollingUpdateDaemonSetStrategyType || r == nil {
+	if ds.Spec.UpdateStrategy.Type != apps.RollingUpdateDaemonSetStrategyType {
 		return budget{}, nil
 	}
 	var b budget
-	var err error
-	if b.maxSurge, err = scaled(r.MaxSurge, desired); err != nil {
-		return budget{}, fmt.Errorf("invalid maxSurge: %w", err)
-	}
-	if b.maxUnavailable, err = scaled(r.MaxUnavailable, desired); err != nil {
-		return budget{}, fmt.Errorf("invalid maxUnavailable: %w", err)
+	if r := ds.Spec.UpdateStrategy.RollingUpdate; r != nil {
+		var err error
+		if b.maxSurge, err = scaled(r.MaxSurge, desired); err != nil {
+			return budget{}, fmt.Errorf("invalid maxSurge: %w", err)
+		}
+		if b.maxUnavailable, err = scaled(r.MaxUnavailable, desired); err != nil {
+			return budget{}, fmt.Errorf("invalid maxUnavailable: %w", err)
+		}
 	}
 	if desired > 0 && b.maxSurge == 0 && b.maxUnavailable == 0 {
 		b.maxUnavailable = 1
@@ -121,11 +122,13 @@ func (v *view) rollOutReplacing(maxUnavailable int, p *Plan) {
 // and deletes each old pod once the new one beside it is available. An old pod that
 // is unavailable anyway gets its replacement at once. Old pods on nodes that should no
 // longer run the DaemonSet are deleted only while more pods are available than desired.
+// Pods on nodes that no longer exist are the pod garbage collector's: they are neither
+// replaced nor counted as available.
 func (v *view) rollOutSurging(desired, maxSurge int, p *Plan) {
 	surging, available := 0, 0
 	var candidates, leaving []*nodeState
 	for _, n := range v.nodes {
-		if len(n.pods) == 0 {
+		if len(n.pods) == 0 || n.node == nil {
 			continue
 		}
 		cur, old, ok := v.podsOnNode(n)

@@ -18,14 +18,22 @@ type counts struct {
 //   - ready, available, updated: of the current nodes, those whose oldest pod (bound
 //     first) is Ready, available for minReadySeconds, and of the current revision.
 //
-// It also returns how long until the next Ready pod becomes available (zero if none
-// is waiting), so the counters can be refreshed then.
+// It also returns how long until the next Ready pod on an existing node becomes
+// available (zero if none is waiting), so the counters can be refreshed and the rollout
+// resumed then. Every pod counts, not only the one the counters look at: while
+// surging, the new pod beside an older one waits out minReadySeconds before the old
+// pod may go, and nothing else would prompt another look.
 func (v *view) count() (counts, time.Duration) {
 	var c counts
 	var wait time.Duration
 	for _, n := range v.nodes {
 		if n.node == nil {
 			continue
+		}
+		for _, pod := range n.pods {
+			if d, ok := untilAvailable(pod, v.ds.Spec.MinReadySeconds, v.now); ok && (wait == 0 || d < wait) {
+				wait = d
+			}
 		}
 		if !n.verdict.Run {
 			if len(n.pods) > 0 {
@@ -43,8 +51,6 @@ func (v *view) count() (counts, time.Duration) {
 			c.ready++
 			if v.available(pod) {
 				c.available++
-			} else if d, ok := untilAvailable(pod, v.ds.Spec.MinReadySeconds, v.now); ok && (wait == 0 || d < wait) {
-				wait = d
 			}
 		}
 		if v.updated(pod) {
@@ -71,7 +77,11 @@ func nextStatus(ds *apps.DaemonSet, c counts, observed bool, collisionCount *int
 	if observed {
 		next.ObservedGeneration = ds.Generation
 	}
-	next.CollisionCount = collisionCount
+	next.CollisionCount = nil
+	if collisionCount != nil {
+		next.CollisionCount = new(int32)
+		*next.CollisionCount = *collisionCount
+	}
 	unchanged := next.DesiredNumberScheduled == old.DesiredNumberScheduled &&
 		next.CurrentNumberScheduled == old.CurrentNumberScheduled &&
 		next.NumberMisscheduled == old.NumberMisscheduled &&

@@ -23,16 +23,16 @@ type nodeState struct {
 // view is a Snapshot arranged for the rules: claimed pods grouped by node, with the
 // DaemonSet's current revision.
 type view struct {
-	ds       *apps.DaemonSet
-	hash     string
-	gen      int64
-	hasGen   bool
+	ds     *apps.DaemonSet
+	hash   string
+	gen    int64
+	hasGen bool
 	// dupHashes are hashes of duplicate revisions of the current template: their
 	// pods run the current template and are being relabelled.
 	dupHashes map[string]bool
-	now      time.Time
-	inflight InFlight
-	nodes    []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
+	now       time.Time
+	inflight  InFlight
+	nodes     []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
 }
 
 // deleting reports whether pod is on its way out: marked for deletion, or deleted by
