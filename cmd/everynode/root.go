@@ -25,6 +25,6 @@ controller wherever users, kubectl and the scheduler can see it.`,
 			root.PersistentFlags().AddGoFlag(f)
 		}
 	})
-	root.AddCommand(newControllerCommand())
+	root.AddCommand(newControllerCommand(), newSandboxCommand(), newKubectlCommand(), newComponentCommand())
 	return root
 }

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+
+	"github.com/everynode/everynode/internal/sandbox"
+)
+
+// newKubectlCommand runs kubectl, built in, against the sandbox's kubeconfig unless
+// $KUBECONFIG or --kubeconfig says otherwise.
+func newKubectlCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                "kubectl [kubectl arguments]",
+		Short:              "Run kubectl (against the sandbox by default)",
+		Long:               "Run kubectl, built into everynode. Without $KUBECONFIG it uses the kubeconfig of the sandbox in .everynode/sandbox, or $EVERYNODE_DATA_DIR.",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if os.Getenv("KUBECONFIG") == "" {
+				dir := os.Getenv("EVERYNODE_DATA_DIR")
+				if dir == "" {
+					dir = sandbox.DefaultConfig().DataDir
+				}
+				if path, err := filepath.Abs(sandbox.Kubeconfig(dir)); err == nil {
+					if _, err := os.Stat(path); err == nil {
+						os.Setenv("KUBECONFIG", path)
+					}
+				}
+			}
+			streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+			k := kubectl.NewDefaultKubectlCommandWithArgs(kubectl.KubectlOptions{
+				Arguments: append([]string{"kubectl"}, args...),
+				IOStreams: streams,
+			})
+			k.SetArgs(args)
+			return k.Execute()
+		},
+	}
+}

@@ -1,0 +1,102 @@
+package nodesim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/utils/clock"
+)
+
+// Config tunes a Simulator. Start from DefaultConfig; a zero Clock, Workers or
+// LeaseInterval means its default, while zero Nodes and zero delays mean what they say.
+type Config struct {
+	// Nodes is how many nodes (sim-node-0 …) to register at start if missing.
+	Nodes int
+	// PodReadyDelay is how long a pod stays Pending before it runs and is Ready.
+	PodReadyDelay time.Duration
+	// PodStopDelay caps how long a pod being deleted lingers before it is removed.
+	PodStopDelay time.Duration
+	// LeaseInterval is how often each node's Lease is renewed; at most 20s, half
+	// the lease duration.
+	LeaseInterval time.Duration
+	// Clock is the simulator's time source (tests use a fake one).
+	Clock clock.WithTicker
+	// Workers is the number of workers for each of the pod, node and lease queues.
+	Workers int
+}
+
+// Defaults of Config.
+const (
+	DefaultNodes         = 3
+	DefaultPodReadyDelay = time.Second
+	DefaultPodStopDelay  = time.Second
+	DefaultLeaseInterval = 10 * time.Second
+	DefaultWorkers       = 4
+)
+
+// maxLeaseInterval keeps a lease valid across a renewal that comes half an
+// interval late, as the spreading of renewals may make it (see nextRenewal).
+const maxLeaseInterval = leaseDuration / 2
+
+// MaxNodes bounds the simulated nodes, registered and adopted together: each takes
+// a /24 pod range out of 10.128.0.0/9.
+const MaxNodes = 1 << 15
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Nodes:         DefaultNodes,
+		PodReadyDelay: DefaultPodReadyDelay,
+		PodStopDelay:  DefaultPodStopDelay,
+		LeaseInterval: DefaultLeaseInterval,
+		Clock:         clock.RealClock{},
+		Workers:       DefaultWorkers,
+	}
+}
+
+// AddFlags binds the user-facing fields of c to flags; their defaults are c's
+// current values.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "number of simulated nodes (sim-node-0 …) to register at start")
+	fs.DurationVar(&c.PodReadyDelay, "pod-ready-delay", c.PodReadyDelay,
+		"how long a pod on a simulated node stays Pending before it is Running and Ready (per pod: annotation "+AnnotationReadyAfter+")")
+	fs.DurationVar(&c.PodStopDelay, "pod-stop-delay", c.PodStopDelay,
+		"longest time a deleted pod on a simulated node lingers before it is removed (never longer than its grace period)")
+}
+
+// Validate reports every problem with c, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Nodes < 0 || c.Nodes > MaxNodes {
+		errs = append(errs, fmt.Errorf("nodes must be between 0 and %d, got %d", MaxNodes, c.Nodes))
+	}
+	if c.PodReadyDelay < 0 {
+		errs = append(errs, fmt.Errorf("pod ready delay must not be negative, got %v", c.PodReadyDelay))
+	}
+	if c.PodStopDelay < 0 {
+		errs = append(errs, fmt.Errorf("pod stop delay must not be negative, got %v", c.PodStopDelay))
+	}
+	if c.LeaseInterval < 0 || c.LeaseInterval > maxLeaseInterval {
+		errs = append(errs, fmt.Errorf("lease interval must be between 0 (default) and %v, got %v", maxLeaseInterval, c.LeaseInterval))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers must not be negative, got %d", c.Workers))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills the fields whose zero value means "default".
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.LeaseInterval == 0 {
+		c.LeaseInterval = DefaultLeaseInterval
+	}
+	return c
+}

@@ -1,0 +1,44 @@
+package nodesim
+
+import "time"
+
+// The label and annotations users put on objects to steer the simulator.
+const (
+	// LabelSimulated marks a Node the simulator plays kubelet for; the value must be "true".
+	LabelSimulated = "sim.everynode.dev/simulated"
+
+	// AnnotationReady on a Node: "false" makes its Ready condition False
+	// (reason KubeletNotReady); removing it makes the node Ready again.
+	// On a Pod: "false" keeps the pod Running but never Ready.
+	AnnotationReady = "sim.everynode.dev/ready"
+
+	// AnnotationReadyAfter on a Pod: a duration (e.g. "5s") that replaces
+	// Config.PodReadyDelay for that pod.
+	AnnotationReadyAfter = "sim.everynode.dev/ready-after"
+
+	// AnnotationPhase on a Pod: "Failed" or "Succeeded" ends the pod in that phase
+	// once its ready delay has passed.
+	AnnotationPhase = "sim.everynode.dev/phase"
+
+	// AnnotationRestartEvery on a Pod: a duration (at least 1s); every interval the
+	// pod's containers crash, restartCount grows by one and the pod is not Ready for
+	// a short recovery of min(1s, interval/2).
+	AnnotationRestartEvery = "sim.everynode.dev/restart-every"
+)
+
+// Names and values the simulator gives the objects it creates.
+const (
+	// NodeNamePrefix prefixes the names of the nodes the simulator registers.
+	NodeNamePrefix = "sim-node-"
+	// KubeletVersion is reported in every simulated node's nodeInfo.
+	KubeletVersion = "v1.37.2"
+	// LeaseNamespace holds the node heartbeat Leases.
+	LeaseNamespace = "kube-node-lease"
+	// LeaseDurationSeconds is the duration written into every node Lease, as the kubelet does.
+	LeaseDurationSeconds = 40
+	// KubeletPort is reported as the node's kubelet endpoint.
+	KubeletPort = 10250
+)
+
+// leaseDuration is LeaseDurationSeconds as a duration.
+const leaseDuration = LeaseDurationSeconds * time.Second

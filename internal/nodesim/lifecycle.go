@@ -1,0 +1,122 @@
+package nodesim
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+)
+
+// podInput is everything decidePod looks at.
+type podInput struct {
+	Pod       *v1.Pod
+	Behaviour Behaviour
+	// HostIP is the node's InternalIP.
+	HostIP string
+	// PodIP is the IP reserved for the pod; hostNetwork pods get HostIP instead.
+	PodIP string
+	// NodeReady is false while the node's ready knob is off; pods are then not Ready.
+	NodeReady bool
+	// StopDelay caps how long a pod being deleted lingers.
+	StopDelay time.Duration
+}
+
+// podDecision is what to do with a pod, and when to look at it again.
+type podDecision struct {
+	// Status is the status to write; nil when the stored one is already right.
+	Status *v1.PodStatus
+	// Delete asks for the pod to be removed now.
+	Delete bool
+	// RequeueAfter is when the pod's simulated state next changes; 0 means only
+	// a change to the pod or its node can change it.
+	RequeueAfter time.Duration
+}
+
+// podStage is where a pod is in its simulated life.
+type podStage int
+
+const (
+	// stagePending: the containers are being created.
+	stagePending podStage = iota
+	// stageRunning: the containers run.
+	stageRunning
+	// stageCrashed: the containers crashed and wait to be restarted.
+	stageCrashed
+	// stageEnded: the containers exited and the pod reached Behaviour.EndPhase.
+	stageEnded
+)
+
+// decidePod is the simulated kubelet: a pure function of the pod, its behaviour,
+// its node and the time. The pod's timeline starts at status.startTime, which the
+// first decision sets to now rounded up to a whole second.
+func decidePod(in podInput, now time.Time) podDecision {
+	pod := in.Pod
+	if pod.DeletionTimestamp != nil {
+		return decideRemoval(pod, in.StopDelay, now)
+	}
+	if isTerminal(pod.Status.Phase) {
+		// Never revive a pod that finished, whoever finished it.
+		return podDecision{}
+	}
+	start := ceilSecond(now)
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	stage, restarts, next := schedule(in.Behaviour, now.Sub(start))
+	status := buildStatus(in, stage, restarts, start, now)
+	d := podDecision{RequeueAfter: next}
+	if !apiequality.Semantic.DeepEqual(&status, &pod.Status) {
+		d.Status = &status
+	}
+	return d
+}
+
+// schedule places a pod that started elapsed ago on the timeline its behaviour
+// describes: its stage, how often its containers restarted, and how long until
+// the stage next changes (0: never).
+func schedule(b Behaviour, elapsed time.Duration) (podStage, int32, time.Duration) {
+	if elapsed < b.ReadyAfter {
+		return stagePending, 0, b.ReadyAfter - elapsed
+	}
+	if b.EndPhase != "" {
+		return stageEnded, 0, 0
+	}
+	if b.RestartEvery <= 0 {
+		return stageRunning, 0, 0
+	}
+	running := elapsed - b.ReadyAfter
+	crashes := running / b.RestartEvery
+	into := running - crashes*b.RestartEvery
+	if crashes > 0 && into < b.Recovery() {
+		return stageCrashed, int32(crashes), b.Recovery() - into
+	}
+	return stageRunning, int32(crashes), b.RestartEvery - into
+}
+
+// decideRemoval removes a pod being deleted once the shorter of its grace period
+// and stopDelay has passed since the deletion was asked for.
+func decideRemoval(pod *v1.Pod, stopDelay time.Duration, now time.Time) podDecision {
+	var grace time.Duration
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	requested := pod.DeletionTimestamp.Add(-grace)
+	at := requested.Add(min(grace, stopDelay))
+	if now.Before(at) {
+		return podDecision{RequeueAfter: at.Sub(now)}
+	}
+	return podDecision{Delete: true}
+}
+
+func isTerminal(phase v1.PodPhase) bool {
+	return phase == v1.PodFailed || phase == v1.PodSucceeded
+}
+
+// ceilSecond rounds t up to a whole second, the resolution the API stores times at.
+func ceilSecond(t time.Time) time.Time {
+	s := t.Truncate(time.Second)
+	if s.Before(t) {
+		s = s.Add(time.Second)
+	}
+	return s
+}

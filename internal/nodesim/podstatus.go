@@ -1,0 +1,302 @@
+package nodesim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Reasons the simulated kubelet writes, as the kubelet does.
+const (
+	reasonContainerCreating  = "ContainerCreating"
+	reasonCrashLoopBackOff   = "CrashLoopBackOff"
+	reasonContainersNotReady = "ContainersNotReady"
+	reasonPodCompleted       = "PodCompleted"
+	reasonNodeNotReady       = "NodeNotReady"
+	reasonReadinessGates     = "ReadinessGatesNotReady"
+	reasonCompleted          = "Completed"
+	reasonError              = "Error"
+)
+
+// buildStatus is the status of a pod at the given stage. Fields the simulator does
+// not own (qosClass, nominatedNodeName, foreign conditions …) are kept; times of
+// things that did not change are kept, those of changes are now.
+func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Time) v1.PodStatus {
+	pod := in.Pod
+	stamp := metav1.NewTime(now.Truncate(time.Second))
+	st := *pod.Status.DeepCopy()
+	st.ObservedGeneration = pod.Generation
+	st.StartTime = &metav1.Time{Time: start}
+	st.HostIP, st.HostIPs = in.HostIP, []v1.HostIP{{IP: in.HostIP}}
+	podIP := in.PodIP
+	if pod.Spec.HostNetwork {
+		podIP = in.HostIP
+	}
+	if podIP != "" {
+		st.PodIP, st.PodIPs = podIP, []v1.PodIP{{IP: podIP}}
+	}
+
+	c := containerBuilder{uid: pod.UID, old: &pod.Status, now: stamp}
+	st.InitContainerStatuses = st.InitContainerStatuses[:0]
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		if isSidecar(ic) {
+			st.InitContainerStatuses = append(st.InitContainerStatuses, c.sidecar(ic, stage))
+		} else {
+			st.InitContainerStatuses = append(st.InitContainerStatuses, c.status(ic, c.old.InitContainerStatuses, exited(0), 0))
+		}
+	}
+	st.ContainerStatuses = st.ContainerStatuses[:0]
+	for i := range pod.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, c.app(&pod.Spec.Containers[i], stage, restarts, in.Behaviour))
+	}
+
+	var unready []string
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, cs := range list {
+			if !cs.Ready && cs.State.Terminated == nil {
+				unready = append(unready, cs.Name)
+			}
+		}
+	}
+	containersReady := condition{status: v1.ConditionTrue}
+	if len(unready) > 0 {
+		containersReady = condition{v1.ConditionFalse, reasonContainersNotReady, fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+	}
+
+	switch stage {
+	case stagePending:
+		st.Phase = v1.PodPending
+	case stageRunning, stageCrashed:
+		st.Phase = v1.PodRunning
+	case stageEnded:
+		st.Phase = in.Behaviour.EndPhase
+		if st.Phase == v1.PodSucceeded {
+			containersReady = condition{v1.ConditionFalse, reasonPodCompleted, ""}
+		} else {
+			containersReady = condition{v1.ConditionFalse, reasonContainersNotReady, "containers with unready status: [" + strings.Join(containerNames(pod), " ") + "]"}
+		}
+	}
+	ready := containersReady
+	if ready.status == v1.ConditionTrue {
+		if !in.NodeReady {
+			ready = condition{v1.ConditionFalse, reasonNodeNotReady, "node is not ready"}
+		} else if msg := unmetReadinessGate(pod); msg != "" {
+			ready = condition{v1.ConditionFalse, reasonReadinessGates, msg}
+		}
+	}
+	sandbox := condition{status: v1.ConditionTrue}
+	if stage == stageEnded {
+		sandbox = condition{status: v1.ConditionFalse}
+	}
+
+	conds := conditionSetter{conds: st.Conditions, gen: pod.Generation, now: stamp}
+	conds.set(v1.PodReadyToStartContainers, sandbox)
+	conds.set(v1.PodInitialized, condition{status: v1.ConditionTrue})
+	conds.set(v1.PodReady, ready)
+	conds.set(v1.ContainersReady, containersReady)
+	if !conds.has(v1.PodScheduled) {
+		conds.set(v1.PodScheduled, condition{status: v1.ConditionTrue})
+	}
+	st.Conditions = conds.conds
+	return st
+}
+
+// condition is the wanted state of one pod condition.
+type condition struct {
+	status          v1.ConditionStatus
+	reason, message string
+}
+
+// conditionSetter updates pod conditions, keeping a condition's transition time
+// while its status holds.
+type conditionSetter struct {
+	conds []v1.PodCondition
+	gen   int64
+	now   metav1.Time
+}
+
+func (s *conditionSetter) has(t v1.PodConditionType) bool {
+	for _, c := range s.conds {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *conditionSetter) set(t v1.PodConditionType, want condition) {
+	next := v1.PodCondition{Type: t, ObservedGeneration: s.gen, Status: want.status, Reason: want.reason, Message: want.message, LastTransitionTime: s.now}
+	for i := range s.conds {
+		if s.conds[i].Type != t {
+			continue
+		}
+		if s.conds[i].Status == want.status {
+			next.LastTransitionTime = s.conds[i].LastTransitionTime
+			next.LastProbeTime = s.conds[i].LastProbeTime
+		}
+		s.conds[i] = next
+		return
+	}
+	s.conds = append(s.conds, next)
+}
+
+// containerRun is the wanted state of one container.
+type containerRun struct {
+	kind     string // "creating", "running", "crashed" or "exited"
+	ready    bool
+	exitCode int32
+}
+
+func exited(code int32) containerRun { return containerRun{kind: "exited", exitCode: code} }
+
+// containerBuilder writes container statuses, keeping the times of states that held.
+type containerBuilder struct {
+	uid types.UID
+	old *v1.PodStatus
+	now metav1.Time
+}
+
+// app is the status of an application container.
+func (b containerBuilder) app(c *v1.Container, stage podStage, restarts int32, beh Behaviour) v1.ContainerStatus {
+	switch stage {
+	case stagePending:
+		return b.status(c, b.old.ContainerStatuses, containerRun{kind: "creating"}, 0)
+	case stageCrashed:
+		return b.status(c, b.old.ContainerStatuses, containerRun{kind: "crashed"}, restarts)
+	case stageEnded:
+		code := int32(0)
+		if beh.EndPhase == v1.PodFailed {
+			code = 1
+		}
+		return b.status(c, b.old.ContainerStatuses, exited(code), 0)
+	default:
+		return b.status(c, b.old.ContainerStatuses, containerRun{kind: "running", ready: !beh.NeverReady}, restarts)
+	}
+}
+
+// sidecar is the status of an init container that keeps running beside the app.
+func (b containerBuilder) sidecar(c *v1.Container, stage podStage) v1.ContainerStatus {
+	switch stage {
+	case stagePending:
+		return b.status(c, b.old.InitContainerStatuses, containerRun{kind: "creating"}, 0)
+	case stageEnded:
+		return b.status(c, b.old.InitContainerStatuses, exited(0), 0)
+	default:
+		return b.status(c, b.old.InitContainerStatuses, containerRun{kind: "running", ready: true}, 0)
+	}
+}
+
+func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run containerRun, restarts int32) v1.ContainerStatus {
+	var prev *v1.ContainerStatus
+	for i := range olds {
+		if olds[i].Name == c.Name {
+			prev = &olds[i]
+		}
+	}
+	// startedAt is when the current run started: kept while it runs on.
+	startedAt := b.now
+	if prev != nil && prev.State.Running != nil && prev.RestartCount == restarts {
+		startedAt = prev.State.Running.StartedAt
+	}
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts, Ready: run.ready, Started: ptr.To(false)}
+	if run.kind != "creating" {
+		cs.ImageID = imageID(c.Image)
+		cs.ContainerID = containerID(b.uid, c.Name, restarts)
+	}
+	switch run.kind {
+	case "creating":
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reasonContainerCreating}
+	case "running":
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: startedAt}
+		cs.Started = ptr.To(true)
+	case "crashed":
+		cs.ContainerID = containerID(b.uid, c.Name, restarts-1)
+		cs.State.Waiting = &v1.ContainerStateWaiting{
+			Reason:  reasonCrashLoopBackOff,
+			Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, b.uid),
+		}
+	case "exited":
+		if prev != nil && prev.State.Terminated != nil {
+			return *prev.DeepCopy()
+		}
+		reason := reasonCompleted
+		if run.exitCode != 0 {
+			reason = reasonError
+		}
+		cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: run.exitCode, Reason: reason, StartedAt: startedAt, FinishedAt: b.now, ContainerID: cs.ContainerID}
+	}
+	if restarts > 0 {
+		if prev != nil && prev.RestartCount == restarts && prev.LastTerminationState.Terminated != nil {
+			cs.LastTerminationState = *prev.LastTerminationState.DeepCopy()
+		} else {
+			// The run that just crashed.
+			lastStart := b.now
+			if prev != nil && prev.State.Running != nil {
+				lastStart = prev.State.Running.StartedAt
+			}
+			cs.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
+				ExitCode: 1, Reason: reasonError, StartedAt: lastStart, FinishedAt: b.now,
+				ContainerID: containerID(b.uid, c.Name, restarts-1),
+			}
+		}
+	}
+	return cs
+}
+
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+func containerNames(pod *v1.Pod) []string {
+	names := make([]string, 0, len(pod.Spec.Containers))
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// unmetReadinessGate explains the first readiness gate whose condition is not True.
+func unmetReadinessGate(pod *v1.Pod) string {
+	for _, g := range pod.Spec.ReadinessGates {
+		found := false
+		for _, c := range pod.Status.Conditions {
+			if c.Type != g.ConditionType {
+				continue
+			}
+			found = true
+			if c.Status != v1.ConditionTrue {
+				return fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %s", g.ConditionType, c.Status)
+			}
+		}
+		if !found {
+			return fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType)
+		}
+	}
+	return ""
+}
+
+// imageID makes up a stable digest reference for an image.
+func imageID(image string) string {
+	repo := image
+	if i := strings.LastIndex(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	} else if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	sum := sha256.Sum256([]byte(image))
+	return repo + "@sha256:" + hex.EncodeToString(sum[:])
+}
+
+// containerID makes up a stable ID for one run of a container.
+func containerID(uid types.UID, name string, run int32) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", uid, name, run))
+	return "containerd://" + hex.EncodeToString(sum[:])
+}

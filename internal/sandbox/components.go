@@ -1,0 +1,131 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// ComponentCommand is the hidden command of this binary that runs a control plane
+// component in a child process: `<binary> component <name> <flags...>`.
+const ComponentCommand = "component"
+
+// child is a control plane component running in a child process.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startChild re-executes this binary as the named component, with its output in the
+// sandbox's log directory. The child is killed if this process dies.
+func startChild(ctx context.Context, p paths, name string, args []string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this binary to run %s: %w", name, err)
+	}
+	logFile, err := os.OpenFile(p.logs(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
+	}
+	cmd := exec.Command(self, append([]string{ComponentCommand, name}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, done: make(chan error, 1)}
+	go func() {
+		c.done <- cmd.Wait()
+		logFile.Close()
+	}()
+	klog.FromContext(ctx).V(2).Info("Started component", "component", name, "pid", cmd.Process.Pid, "args", strings.Join(args, " "))
+	return c, nil
+}
+
+// stop asks the child to exit and waits for it, killing it after a grace period.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// apiserverArgs are kube-apiserver's flags for the sandbox.
+func apiserverArgs(cfg Config, p paths, cr credentials, etcdURL string) []string {
+	return []string{
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", cfg.Port),
+		"--etcd-servers=" + etcdURL,
+		"--tls-cert-file=" + cr.certFile,
+		"--tls-private-key-file=" + cr.keyFile,
+		"--token-auth-file=" + cr.tokenFile,
+		"--anonymous-auth=false",
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + cr.saKeyFile,
+		"--service-account-signing-key-file=" + cr.saKeyFile,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--cert-dir=" + p.pki("generated"),
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--max-requests-inflight=2000",
+		"--max-mutating-requests-inflight=1000",
+		"--v=0",
+	}
+}
+
+func schedulerArgs(kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--kube-api-qps=500",
+		"--kube-api-burst=1000",
+		"--v=0",
+	}
+}
+
+// controllerManagerControllers are the kube-controller-manager controllers a sandbox
+// needs for namespaces, service accounts, garbage collection and node health to work
+// as in a real cluster.
+var controllerManagerControllers = []string{
+	"garbage-collector-controller",
+	"pod-garbage-collector-controller",
+	"node-lifecycle-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+}
+
+func controllerManagerArgs(cfg Config, cr credentials, kubeconfig string) []string {
+	controllers := append([]string(nil), controllerManagerControllers...)
+	if cfg.Controller == ControllerUpstream {
+		controllers = append(controllers, "daemonset-controller")
+	}
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + cr.saKeyFile,
+		"--root-ca-file=" + cr.caFile,
+		"--v=0",
+	}
+}

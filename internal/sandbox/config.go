@@ -1,0 +1,75 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/everynode/everynode/internal/nodesim"
+)
+
+// Which DaemonSet controller the sandbox runs.
+const (
+	ControllerEveryNode = "everynode"
+	ControllerUpstream  = "upstream" // kube-controller-manager's own
+	ControllerNone      = "none"
+)
+
+// Config configures a sandbox.
+type Config struct {
+	DataDir    string
+	Port       int
+	Controller string
+	// ControllerWorkers is the everynode controller's --workers.
+	ControllerWorkers int
+	Sim               nodesim.Config
+}
+
+// DefaultConfig is a three-node sandbox on port 6443 running everynode.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:           filepath.Join(".everynode", "sandbox"),
+		Port:              6443,
+		Controller:        ControllerEveryNode,
+		ControllerWorkers: 2,
+		Sim:               nodesim.DefaultConfig(),
+	}
+}
+
+// AddFlags binds the configuration to flags.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "Directory holding the sandbox's state (etcd data, certificates, kubeconfig, logs). Restarting on the same directory keeps the cluster.")
+	fs.IntVar(&c.Port, "port", c.Port, "Port of the API server on 127.0.0.1.")
+	fs.StringVar(&c.Controller, "controller", c.Controller, `DaemonSet controller to run: "everynode", "upstream" (kube-controller-manager's own) or "none".`)
+	fs.IntVar(&c.ControllerWorkers, "workers", c.ControllerWorkers, "Workers of the everynode controller.")
+	c.Sim.AddFlags(fs)
+}
+
+// Validate reports the first invalid setting, saying how to fix it.
+func (c *Config) Validate() error {
+	switch {
+	case c.DataDir == "":
+		return fmt.Errorf("--data-dir must not be empty")
+	case c.Port < 1 || c.Port > 65535:
+		return fmt.Errorf("--port must be between 1 and 65535, got %d", c.Port)
+	case c.Controller != ControllerEveryNode && c.Controller != ControllerUpstream && c.Controller != ControllerNone:
+		return fmt.Errorf("--controller must be everynode, upstream or none, got %q", c.Controller)
+	case c.ControllerWorkers < 1:
+		return fmt.Errorf("--workers must be at least 1, got %d", c.ControllerWorkers)
+	}
+	return c.Sim.Validate()
+}
+
+// paths are the files of a sandbox's data directory.
+type paths struct{ dir string }
+
+func (p paths) join(elem ...string) string { return filepath.Join(append([]string{p.dir}, elem...)...) }
+func (p paths) lock() string               { return p.join("sandbox.lock") }
+func (p paths) etcd() string               { return p.join("etcd") }
+func (p paths) pki(name string) string     { return p.join("pki", name) }
+func (p paths) logs(name string) string    { return p.join("logs", name+".log") }
+func (p paths) state() string              { return p.join("ports.json") }
+
+// Kubeconfig is where the admin kubeconfig of a sandbox in dir is written.
+func Kubeconfig(dir string) string { return paths{dir}.join("kubeconfig") }

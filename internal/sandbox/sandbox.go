@@ -1,0 +1,157 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/controller"
+	"github.com/everynode/everynode/internal/nodesim"
+)
+
+// Run starts a sandbox and keeps it up until ctx ends. ready, if not nil, is called
+// once with the kubeconfig path when the API answers and the sandbox's components
+// have started.
+func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
+	logger := klog.FromContext(ctx)
+	p := paths{cfg.DataDir}
+	lock, err := lockDir(p)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := checkPortFree(cfg.Port); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.join("logs"), 0o700); err != nil {
+		return fmt.Errorf("data dir %s is not writable: %w", p.dir, err)
+	}
+	cr, err := ensureCredentials(p)
+	if err != nil {
+		return err
+	}
+	pt, err := loadPorts(p)
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	etcd, etcdURL, err := startEtcd(ctx, p, pt)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+
+	server := fmt.Sprintf("https://127.0.0.1:%d", cfg.Port)
+	apiserver, err := startChild(ctx, p, "kube-apiserver", apiserverArgs(cfg, p, cr, etcdURL))
+	if err != nil {
+		return err
+	}
+	defer apiserver.stop()
+	restCfg := restConfig(server, cr)
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building API client: %w", err)
+	}
+	if err := waitServing(ctx, client, apiserver, p); err != nil {
+		return err
+	}
+	kubeconfig := Kubeconfig(p.dir)
+	if err := writeKubeconfig(kubeconfig, server, cr); err != nil {
+		return err
+	}
+	scheduler, err := startChild(ctx, p, "kube-scheduler", schedulerArgs(kubeconfig))
+	if err != nil {
+		return err
+	}
+	defer scheduler.stop()
+	kcm, err := startChild(ctx, p, "kube-controller-manager", controllerManagerArgs(cfg, cr, kubeconfig))
+	if err != nil {
+		return err
+	}
+	defer kcm.stop()
+	logger.V(1).Info("Control plane up", "elapsed", time.Since(start).Round(time.Millisecond))
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range []*child{apiserver, scheduler, kcm} {
+		g.Go(func() error { return watchChild(gctx, c, p) })
+	}
+	g.Go(func() error { return nodesim.New(client, cfg.Sim).Run(gctx) })
+	if cfg.Controller == ControllerEveryNode {
+		g.Go(func() error { return runController(gctx, restCfg, cfg.ControllerWorkers) })
+	}
+	if ready != nil {
+		ready(kubeconfig)
+	}
+	err = g.Wait()
+	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	return err
+}
+
+// runController runs everynode's DaemonSet controller in this process.
+func runController(ctx context.Context, restCfg *rest.Config, workers int) error {
+	cfg := rest.CopyConfig(restCfg)
+	cfg.UserAgent = "everynode"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctrl, err := controller.New(ctx, client, factory, controller.Options{Metrics: controller.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	return ctrl.Run(ctx, workers)
+}
+
+// watchChild turns a component's unexpected exit into the sandbox's error.
+func watchChild(ctx context.Context, c *child, p paths) error {
+	select {
+	case err := <-c.done:
+		c.done <- err // let stop() see it too
+		return fmt.Errorf("%s exited (%v); see %s", c.name, err, p.logs(c.name))
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// waitServing waits until the API server answers /readyz.
+func waitServing(ctx context.Context, client kubernetes.Interface, apiserver *child, p paths) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-apiserver.done:
+			apiserver.done <- err
+			return false, fmt.Errorf("kube-apiserver exited (%v); see %s", err, p.logs("kube-apiserver"))
+		default:
+		}
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
+		return err == nil && string(body) == "ok", nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("the API server did not become ready: %w", err)
+	}
+	return err
+}
+
+func checkPortFree(port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d is in use; pass a free --port", port)
+	}
+	return l.Close()
+}

@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/everynode/everynode/internal/nodesim"
+)
+
+const (
+	pollInterval = 100 * time.Millisecond
+	waitTimeout  = 90 * time.Second
+)
+
+// newNamespace creates a namespace for one test and deletes it afterwards.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := "e2e-" + strings.ToLower(rand.String(6))
+	ctx := context.Background()
+	if _, err := env.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	// The ServiceAccount admission plugin refuses pods until "default" exists.
+	waitFor(t, "the default service account", func(ctx context.Context) (bool, error) {
+		_, err := env.client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	t.Cleanup(func() {
+		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// newNodes adds simulated nodes with the given labels (plus a test label) and removes
+// them after the test. They are Ready once the node lifecycle controller lifts the
+// not-ready taint.
+func newNodes(t *testing.T, n int, labels map[string]string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var names []string
+	for range n {
+		name := "e2e-node-" + strings.ToLower(rand.String(6))
+		l := map[string]string{nodesim.LabelSimulated: "true", v1.LabelHostname: name}
+		for k, v := range labels {
+			l[k] = v
+		}
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+		if _, err := env.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating node: %v", err)
+		}
+		names = append(names, name)
+		t.Cleanup(func() { _ = env.client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	waitFor(t, "new nodes Ready and untainted", func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			node, err := env.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(node) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return names
+}
+
+func nodeReady(node *v1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == v1.TaintNodeNotReady || t.Key == v1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitNodesReady waits until at least n nodes are Ready with no not-ready taint.
+func waitNodesReady(ctx context.Context, n int) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes, err := env.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for i := range nodes.Items {
+			if nodeReady(&nodes.Items[i]) {
+				ready++
+			}
+		}
+		return ready >= n, nil
+	})
+}
+
+func waitFor(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// daemonSet is a minimal DaemonSet running a pause-like container on nodes with
+// nodeLabel=value (every node when nodeLabel is empty).
+func daemonSet(ns, name string, selector map[string]string) *apps.DaemonSet {
+	labels := map[string]string{"app": name}
+	return &apps.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: apps.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: v1.PodSpec{
+					NodeSelector:                  selector,
+					TerminationGracePeriodSeconds: new(int64),
+					Containers: []v1.Container{{
+						Name:  "agent",
+						Image: "registry.k8s.io/pause:3.10",
+						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+							v1.ResourceCPU: resource.MustParse("10m"),
+						}},
+					}},
+				},
+			},
+			UpdateStrategy: apps.DaemonSetUpdateStrategy{
+				Type:          apps.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &apps.RollingUpdateDaemonSet{MaxUnavailable: ptrIntOrString(intstr.FromInt32(1))},
+			},
+		},
+	}
+}
+
+func ptrIntOrString(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+func createDaemonSet(t *testing.T, ds *apps.DaemonSet) *apps.DaemonSet {
+	t.Helper()
+	out, err := env.client.AppsV1().DaemonSets(ds.Namespace).Create(context.Background(), ds, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating DaemonSet: %v", err)
+	}
+	return out
+}
+
+// updateDaemonSet applies change to the current DaemonSet, retrying on conflicts.
+func updateDaemonSet(t *testing.T, ns, name string, change func(*apps.DaemonSet)) {
+	t.Helper()
+	waitFor(t, "the DaemonSet update", func(ctx context.Context) (bool, error) {
+		ds, err := env.client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		change(ds)
+		_, err = env.client.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// daemonPods lists the DaemonSet's pods, grouped by the node they are pinned to.
+func daemonPods(ctx context.Context, ns, name string) (map[string][]v1.Pod, error) {
+	pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		return nil, err
+	}
+	byNode := map[string][]v1.Pod{}
+	for _, pod := range pods.Items {
+		byNode[targetNode(&pod)] = append(byNode[targetNode(&pod)], pod)
+	}
+	return byNode, nil
+}
+
+func targetNode(pod *v1.Pod) string {
+	if pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if len(f.Values) == 1 {
+					return f.Values[0]
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// waitRolledOut waits until the DaemonSet's status says every desired node runs an
+// available pod of the current template, as `kubectl rollout status` judges it, with
+// desired pods in all.
+func waitRolledOut(t *testing.T, ns, name string, desired int32) *apps.DaemonSet {
+	t.Helper()
+	var ds *apps.DaemonSet
+	waitFor(t, fmt.Sprintf("%s/%s rolled out on %d nodes", ns, name, desired), func(ctx context.Context) (bool, error) {
+		var err error
+		ds, err = env.client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := ds.Status
+		return s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled == desired &&
+			s.UpdatedNumberScheduled == desired && s.NumberAvailable == desired && s.CurrentNumberScheduled == desired, nil
+	})
+	return ds
+}
+
+// kubectl runs everynode's built-in kubectl against the sandbox.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(env.binary, append([]string{"kubectl"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

@@ -1,0 +1,140 @@
+// Package e2e runs user scenarios against a sandbox: a real kube-apiserver,
+// kube-scheduler and kube-controller-manager with simulated nodes, started once per
+// package by TestMain from a freshly built everynode binary. Each scenario works in a
+// namespace of its own.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// env is the sandbox shared by the package's tests.
+var env struct {
+	binary     string
+	dataDir    string
+	kubeconfig string
+	client     kubernetes.Interface
+	nodes      int
+}
+
+const simNodes = 3
+
+func TestMain(m *testing.M) {
+	if os.Getenv("EVERYNODE_E2E") == "0" {
+		fmt.Println("EVERYNODE_E2E=0: skipping end-to-end tests")
+		os.Exit(0)
+	}
+	stop, err := startSandbox()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// startSandbox builds everynode, starts a sandbox on a free port and waits for it.
+func startSandbox() (func(), error) {
+	work, err := os.MkdirTemp("", "everynode-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	env.binary = filepath.Join(work, "everynode")
+	build := exec.Command("go", "build", "-o", env.binary, "github.com/everynode/everynode/cmd/everynode")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("building everynode: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	env.dataDir = filepath.Join(work, "sandbox")
+	env.nodes = simNodes
+	cmd := exec.Command(env.binary, "sandbox", "--data-dir", env.dataDir, "--port", fmt.Sprint(port),
+		"--nodes", fmt.Sprint(simNodes), "--pod-ready-delay", "300ms", "--pod-stop-delay", "300ms")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		if os.Getenv("EVERYNODE_E2E_KEEP") == "" {
+			os.RemoveAll(work)
+		}
+	}
+	ready := make(chan error, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			line := scanner.Text()
+			fmt.Fprintln(os.Stderr, "sandbox:", line)
+			if strings.HasPrefix(line, "sandbox ready") {
+				ready <- nil
+			}
+		}
+		ready <- fmt.Errorf("sandbox exited before it was ready; logs in %s", filepath.Join(env.dataDir, "logs"))
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			stop()
+			return nil, err
+		}
+	case <-time.After(3 * time.Minute):
+		stop()
+		return nil, fmt.Errorf("sandbox not ready within 3 minutes")
+	}
+	env.kubeconfig = filepath.Join(env.dataDir, "kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	env.client, err = kubernetes.NewForConfig(cfg)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	if err := waitNodesReady(context.Background(), simNodes); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
