@@ -2,6 +2,7 @@ package nodesim
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,10 +368,10 @@ func TestDeletingPodRemovedAfterStopDelay(t *testing.T) {
 
 func TestStatusConflictIsRetried(t *testing.T) {
 	h := startSimulator(t, testConfig(1))
-	conflicts := 0
+	var conflicts atomic.Int32
 	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() == "status" && conflicts < 3 {
-			conflicts++
+		if a.GetSubresource() == "status" && conflicts.Load() < 3 {
+			conflicts.Add(1)
 			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web", fmt.Errorf("stale"))
 		}
 		return false, nil, nil
@@ -378,7 +379,7 @@ func TestStatusConflictIsRetried(t *testing.T) {
 	h.eventually("sim-node-0", func() bool { return h.node("sim-node-0") != nil })
 	h.createPod(boundPod("web", "sim-node-0", nil))
 	h.advanceUntil("pod Ready despite conflicts", 100*time.Millisecond, func() bool { return readyIs(h.pod("web"), true) })
-	if conflicts != 3 {
-		t.Errorf("%d conflicts injected, want 3", conflicts)
+	if conflicts.Load() != 3 {
+		t.Errorf("%d conflicts injected, want 3", conflicts.Load())
 	}
 }
