@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
 )
@@ -113,6 +114,12 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status
 	next := ds.DeepCopy()
 	next.Status = *status
 	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			// A newer DaemonSet is on its way to the cache; its update event
+			// brings the key back with the data this write lacked.
+			klog.FromContext(ctx).V(4).Info("Status write conflicted; waiting for the newer DaemonSet")
+			return nil
+		}
 		return fmt.Errorf("writing status: %w", err)
 	}
 	c.metrics.observeStatus(ds, status)

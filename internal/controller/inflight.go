@@ -26,7 +26,7 @@ type inflight struct {
 }
 
 type dsInflight struct {
-	creates map[string]time.Time     // node -> when the create was issued
+	creates map[string]time.Time    // node -> when the create was issued
 	deletes map[types.UID]time.Time // pod UID -> when the delete was issued
 }
 

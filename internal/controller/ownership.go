@@ -101,4 +101,3 @@ type ownerPatch struct {
 		UID             types.UID `json:"uid"`
 	} `json:"metadata"`
 }
-

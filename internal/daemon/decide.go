@@ -47,11 +47,13 @@ func Decide(s *Snapshot) Plan {
 	if hp.collided {
 		// The name for the new revision is taken: salt the hash and look again once
 		// the status write is seen.
+		// An unset count counts as zero, so the first collision makes it one.
 		next := ds.Status.DeepCopy()
 		next.CollisionCount = new(int32)
 		if ds.Status.CollisionCount != nil {
-			*next.CollisionCount = *ds.Status.CollisionCount + 1
+			*next.CollisionCount = *ds.Status.CollisionCount
 		}
+		*next.CollisionCount++
 		p.Status = next
 		return p
 	}

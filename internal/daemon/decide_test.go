@@ -106,8 +106,8 @@ func TestDecideRevisions(t *testing.T) {
 		s := snap(ds, nodes("n1"))
 		s.Revisions = []*apps.ControllerRevision{revision(newDS("someone-else"), "ds-"+hashOf(ds), "x", 1, v0Patch)}
 		p := Decide(s)
-		if p.Status == nil || p.Status.CollisionCount == nil || *p.Status.CollisionCount != 0 {
-			t.Fatalf("status = %+v, want collisionCount 0", p.Status)
+		if p.Status == nil || p.Status.CollisionCount == nil || *p.Status.CollisionCount != 1 {
+			t.Fatalf("status = %+v, want collisionCount 1", p.Status)
 		}
 		if len(p.Creates) != 0 || p.CreateRevision != nil {
 			t.Errorf("plan acts on a collision: %+v", p)

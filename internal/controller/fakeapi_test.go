@@ -1,0 +1,287 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// The fake clientset stores objects as given. fakeAPI adds, through prepended
+// reactors, the API server behaviour the controller relies on:
+//   - create: generateName becomes a unique name; every object gets a UID, a
+//     creationTimestamp and, for pods, a fresh Pending status;
+//   - every write stamps a new metadata.resourceVersion (the informers' update
+//     handlers compare them), and an update carrying a stale one is a Conflict;
+//   - the status subresource of DaemonSets and pods writes only the status, and the
+//     main resource only the rest;
+//   - deletes honour DeleteOptions.Preconditions; a patch changing metadata.uid is
+//     Invalid (so a UID in a patch acts as a precondition);
+//   - optionally, a seeded fraction of pod creates, pod deletes and DaemonSet status
+//     updates fail with a 500, a Conflict or a timeout, storing nothing.
+//
+// Deletes are immediate: there is no graceful termination.
+
+var (
+	podsResource       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodesResource      = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	daemonSetsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}
+)
+
+// faults are the fractions of requests the fake API server fails, by kind.
+type faults struct {
+	PodCreate, PodDelete, StatusUpdate float64
+	Seed                               int64
+}
+
+type fakeAPI struct {
+	tracker clienttesting.ObjectTracker
+	rv      atomic.Int64
+
+	mu        sync.Mutex
+	seq       int
+	rng       *rand.Rand
+	faults    faults
+	injected  map[string]int          // faults injected, by request kind
+	created   []*v1.Pod               // every pod as stored at creation
+	deletedAt map[types.UID]time.Time // when each pod was deleted
+}
+
+func installFakeAPI(cs *fake.Clientset, f faults) *fakeAPI {
+	a := &fakeAPI{
+		tracker:   cs.Tracker(),
+		rng:       rand.New(rand.NewSource(f.Seed)),
+		faults:    f,
+		injected:  map[string]int{},
+		deletedAt: map[types.UID]time.Time{},
+	}
+	a.rv.Store(1000)
+	// Prepended reactors run last-prepended first: faults, then semantics, then the
+	// store (which also stamps resource versions).
+	cs.PrependReactor("*", "*", clienttesting.ObjectReaction(&stampingTracker{ObjectTracker: cs.Tracker(), api: a}))
+	cs.PrependReactor("*", "*", a.semantics)
+	cs.PrependReactor("*", "*", a.inject)
+	return a
+}
+
+func (a *fakeAPI) inject(action clienttesting.Action) (bool, runtime.Object, error) {
+	var rate float64
+	var kind string
+	switch {
+	case action.Matches("create", "pods") && action.GetSubresource() == "":
+		rate, kind = a.faults.PodCreate, "pod create"
+	case action.Matches("delete", "pods"):
+		rate, kind = a.faults.PodDelete, "pod delete"
+	case action.Matches("update", "daemonsets") && action.GetSubresource() == "status":
+		rate, kind = a.faults.StatusUpdate, "status update"
+	default:
+		return false, nil, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if rate == 0 || a.rng.Float64() >= rate {
+		return false, nil, nil
+	}
+	a.injected[kind]++
+	gr := action.GetResource().GroupResource()
+	cause := errors.New("injected fault")
+	switch a.rng.Intn(4) {
+	case 0:
+		return true, nil, apierrors.NewInternalError(cause)
+	case 1:
+		if kind == "status update" {
+			// A real server answers Conflict only when a newer object exists, whose
+			// watch event wakes the controller; the fake has none to send.
+			return true, nil, apierrors.NewInternalError(cause)
+		}
+		return true, nil, apierrors.NewConflict(gr, "", cause)
+	case 2:
+		return true, nil, apierrors.NewTimeoutError("injected fault", 1)
+	default:
+		return true, nil, apierrors.NewServerTimeout(gr, action.GetVerb(), 1)
+	}
+}
+
+func (a *fakeAPI) injectedFaults() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.injected))
+	for k, v := range a.injected {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *fakeAPI) semantics(action clienttesting.Action) (bool, runtime.Object, error) {
+	switch act := action.(type) {
+	case clienttesting.CreateActionImpl:
+		if act.GetSubresource() == "" {
+			return a.create(act)
+		}
+	case clienttesting.UpdateActionImpl:
+		return a.update(act)
+	case clienttesting.DeleteActionImpl:
+		return a.delete(act)
+	}
+	return false, nil, nil
+}
+
+func (a *fakeAPI) create(act clienttesting.CreateActionImpl) (bool, runtime.Object, error) {
+	obj := act.GetObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return true, nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(fmt.Sprintf("%s%05d", m.GetGenerateName(), a.seq))
+	}
+	if m.GetName() == "" {
+		return true, nil, apierrors.NewBadRequest("name or generateName is required")
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.Now())
+	if pod, ok := obj.(*v1.Pod); ok {
+		pod.Status = v1.PodStatus{Phase: v1.PodPending}
+		a.created = append(a.created, pod.DeepCopy())
+	}
+	return false, nil, nil
+}
+
+func (a *fakeAPI) update(act clienttesting.UpdateActionImpl) (bool, runtime.Object, error) {
+	obj := act.GetObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return true, nil, err
+	}
+	gr := act.GetResource().GroupResource()
+	stored, err := a.tracker.Get(act.GetResource(), act.GetNamespace(), m.GetName())
+	if err != nil {
+		return false, nil, nil // the store answers NotFound
+	}
+	sm, _ := meta.Accessor(stored)
+	if rv := m.GetResourceVersion(); rv != "" && rv != sm.GetResourceVersion() {
+		return true, nil, apierrors.NewConflict(gr, m.GetName(),
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	m.SetUID(sm.GetUID())
+	m.SetCreationTimestamp(sm.GetCreationTimestamp())
+	status := act.GetSubresource() == "status"
+	switch cur := obj.(type) {
+	case *apps.DaemonSet:
+		old := stored.(*apps.DaemonSet)
+		if status {
+			s := cur.Status
+			*cur = *old
+			cur.Status = s
+		} else {
+			cur.Status = old.Status
+		}
+	case *v1.Pod:
+		old := stored.(*v1.Pod)
+		if status {
+			s := cur.Status
+			*cur = *old
+			cur.Status = s
+		} else {
+			cur.Status = old.Status
+		}
+	}
+	return false, nil, nil
+}
+
+func (a *fakeAPI) delete(act clienttesting.DeleteActionImpl) (bool, runtime.Object, error) {
+	stored, err := a.tracker.Get(act.GetResource(), act.GetNamespace(), act.GetName())
+	if err != nil {
+		return false, nil, nil // the store answers NotFound
+	}
+	sm, _ := meta.Accessor(stored)
+	if p := act.GetDeleteOptions().Preconditions; p != nil {
+		if p.UID != nil && *p.UID != sm.GetUID() {
+			return true, nil, apierrors.NewConflict(act.GetResource().GroupResource(), act.GetName(),
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, sm.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != sm.GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(act.GetResource().GroupResource(), act.GetName(),
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, sm.GetResourceVersion()))
+		}
+	}
+	if act.GetResource() == podsResource {
+		a.mu.Lock()
+		a.deletedAt[sm.GetUID()] = time.Now()
+		a.mu.Unlock()
+	}
+	return false, nil, nil
+}
+
+func (a *fakeAPI) createdPods() []*v1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*v1.Pod(nil), a.created...)
+}
+
+func (a *fakeAPI) deletedTime(uid types.UID) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.deletedAt[uid]
+	return at, ok
+}
+
+// stampingTracker gives every stored object a new resourceVersion, and refuses a patch
+// that would change an object's UID.
+type stampingTracker struct {
+	clienttesting.ObjectTracker
+	api *fakeAPI
+}
+
+func (s *stampingTracker) stamp(obj runtime.Object) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(s.api.rv.Add(1), 10))
+	}
+}
+
+func (s *stampingTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
+	s.stamp(obj)
+	return s.ObjectTracker.Create(gvr, obj, ns, opts...)
+}
+
+func (s *stampingTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	s.stamp(obj)
+	return s.ObjectTracker.Update(gvr, obj, ns, opts...)
+}
+
+func (s *stampingTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	stored, err := s.ObjectTracker.Get(gvr, ns, m.GetName())
+	if err != nil {
+		return err
+	}
+	if sm, _ := meta.Accessor(stored); sm.GetUID() != m.GetUID() {
+		return apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, m.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "uid"), m.GetUID(), "field is immutable"),
+		})
+	}
+	s.stamp(obj)
+	return s.ObjectTracker.Patch(gvr, obj, ns, opts...)
+}

@@ -1,0 +1,145 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+const (
+	testNamespace = "default"
+	pollInterval  = 20 * time.Millisecond
+	waitTimeout   = 10 * time.Second
+)
+
+// harness runs a Controller with two workers against a fake clientset made to behave
+// like an API server (see fakeAPI), with a pod invariant watcher. It plays the
+// scheduler and kubelets itself, in step, which waitFor calls on every poll.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	client *fake.Clientset
+	api    *fakeAPI
+	inv    *invariants
+	ctrl   *Controller
+}
+
+type harnessOptions struct {
+	faults faults
+	burst  int
+}
+
+func newHarness(t *testing.T, opts harnessOptions) *harness {
+	t.Helper()
+	logger := testr.NewWithOptions(t, testr.Options{Verbosity: 2})
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	client := fake.NewClientset()
+	api := installFakeAPI(client, opts.faults)
+	inv, err := watchInvariants(ctx, client, api)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctrl, err := New(ctx, client, factory, Options{BurstReplicas: opts.burst})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	runDone := make(chan error, 1)
+	go func() { runDone <- ctrl.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		factory.Shutdown()
+		inv.stop()
+		for _, v := range inv.violated() {
+			t.Errorf("invariant violated: %s", v)
+		}
+	})
+	h := &harness{t: t, ctx: ctx, client: client, api: api, inv: inv, ctrl: ctrl}
+	h.waitFor("the controller to be ready", ctrl.Ready)
+	return h
+}
+
+// step plays the scheduler and the kubelets once: every pending pod is bound to the
+// node its affinity pins it to (if that node exists) and reported Running and Ready.
+func (h *harness) step() {
+	pods, err := h.client.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.Phase != v1.PodPending || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if pod.Spec.NodeName == "" {
+			node, ok := daemon.TargetNode(pod)
+			if !ok {
+				continue
+			}
+			if _, err := h.client.CoreV1().Nodes().Get(h.ctx, node, metav1.GetOptions{}); err != nil {
+				continue
+			}
+			pod.Spec.NodeName = node
+			if pod, err = h.client.CoreV1().Pods(pod.Namespace).Update(h.ctx, pod, metav1.UpdateOptions{}); err != nil {
+				continue
+			}
+		}
+		now := metav1.Now()
+		pod.Status.Phase = v1.PodRunning
+		pod.Status.Conditions = []v1.PodCondition{
+			{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
+			{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
+		}
+		_, _ = h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, pod, metav1.UpdateOptions{})
+	}
+}
+
+// waitFor steps the simulation every pollInterval until cond holds, and fails the test
+// with a dump of the cluster if it does not within waitTimeout.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	h.waitForWithin(waitTimeout, what, cond)
+}
+
+func (h *harness) waitForWithin(timeout time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		h.step()
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %v waiting for %s\n%s", timeout, what, h.dump())
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// holdsFor steps the simulation for d and fails the test as soon as cond does not hold.
+func (h *harness) holdsFor(d time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		h.step()
+		if !cond() {
+			h.t.Fatalf("%s stopped holding\n%s", what, h.dump())
+		}
+		time.Sleep(pollInterval)
+	}
+}

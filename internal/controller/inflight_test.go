@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestInflight_CreateIsOutstandingUntilDone(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newInflight(clock)
+	f.expectCreate("ns/a", "node-0")
+	f.expectCreate("ns/a", "node-1")
+	f.expectCreate("ns/b", "node-0")
+	if v := f.view("ns/a"); !v.Creates["node-0"] || !v.Creates["node-1"] || len(v.Creates) != 2 || v.Empty() {
+		t.Fatalf("view = %+v, want creates on node-0 and node-1", v)
+	}
+	f.createDone("ns/a", "node-0")
+	if v := f.view("ns/a"); v.Creates["node-0"] || !v.Creates["node-1"] {
+		t.Errorf("after createDone(node-0): view = %+v, want only node-1", v)
+	}
+	f.createDone("ns/a", "node-1")
+	if v := f.view("ns/a"); !v.Empty() {
+		t.Errorf("after every create was done: view = %+v, want empty", v)
+	}
+	if v := f.view("ns/b"); !v.Creates["node-0"] {
+		t.Errorf("another DaemonSet's create was lost: %+v", v)
+	}
+	f.createDone("ns/unknown", "node-0") // unknown DaemonSet: nothing to forget
+}
+
+func TestInflight_DeleteDoneIsIdempotent(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newInflight(clock)
+	f.expectDelete("ns/a", types.UID("pod-1"))
+	f.expectDelete("ns/a", types.UID("pod-2"))
+	if v := f.view("ns/a"); !v.Deletes["pod-1"] || !v.Deletes["pod-2"] {
+		t.Fatalf("view = %+v, want deletes of pod-1 and pod-2", v)
+	}
+	// A graceful delete is observed twice: as a deletionTimestamp, then as removal.
+	f.deleteDone("ns/a", "pod-1")
+	f.deleteDone("ns/a", "pod-1")
+	if v := f.view("ns/a"); v.Deletes["pod-1"] || !v.Deletes["pod-2"] || len(v.Deletes) != 1 {
+		t.Errorf("view = %+v, want only pod-2 outstanding", v)
+	}
+	f.deleteDone("ns/a", "pod-2")
+	f.deleteDone("ns/unknown", "pod-2")
+	if v := f.view("ns/a"); !v.Empty() {
+		t.Errorf("view = %+v, want empty", v)
+	}
+}
+
+func TestInflight_UnobservedWritesExpireAfterTTL(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newInflight(clock)
+	f.expectCreate("ns/a", "node-0")
+	f.expectDelete("ns/a", "pod-1")
+	clock.Step(inflightTTL / 2)
+	f.expectCreate("ns/a", "node-1") // issued later: expires later
+	clock.Step(inflightTTL / 2)
+	if v := f.view("ns/a"); !v.Creates["node-0"] || !v.Deletes["pod-1"] {
+		t.Fatalf("at exactly the TTL: view = %+v, want the writes still outstanding", v)
+	}
+	clock.Step(time.Nanosecond)
+	v := f.view("ns/a")
+	if v.Creates["node-0"] || v.Deletes["pod-1"] {
+		t.Errorf("past the TTL: view = %+v, want the first writes expired", v)
+	}
+	if !v.Creates["node-1"] {
+		t.Errorf("past the first TTL: view = %+v, want the later create still outstanding", v)
+	}
+	clock.Step(inflightTTL)
+	if v := f.view("ns/a"); !v.Empty() {
+		t.Errorf("view = %+v, want every write expired", v)
+	}
+}
+
+func TestInflight_ViewIsACopyAndForgetDropsAll(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newInflight(clock)
+	f.expectCreate("ns/a", "node-0")
+	f.expectDelete("ns/a", "pod-1")
+	v := f.view("ns/a")
+	delete(v.Creates, "node-0")
+	v.Deletes["pod-9"] = true
+	if v := f.view("ns/a"); !v.Creates["node-0"] || v.Deletes["pod-9"] {
+		t.Errorf("changing a view changed the tracker: %+v", v)
+	}
+	f.forget("ns/a")
+	if v := f.view("ns/a"); !v.Empty() {
+		t.Errorf("after forget: view = %+v, want empty", v)
+	}
+}
