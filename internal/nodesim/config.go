@@ -18,8 +18,8 @@ type Config struct {
 	PodReadyDelay time.Duration
 	// PodStopDelay caps how long a pod being deleted lingers before it is removed.
 	PodStopDelay time.Duration
-	// LeaseInterval is how often each node's Lease is renewed; at most 20s, half
-	// the lease duration.
+	// LeaseInterval is how often each node's Lease is renewed: 1s to 20s (half
+	// the lease duration).
 	LeaseInterval time.Duration
 	// Clock is the simulator's time source (tests use a fake one).
 	Clock clock.WithTicker
@@ -39,6 +39,9 @@ const (
 // maxLeaseInterval keeps a lease valid across a renewal that comes half an
 // interval late, as the spreading of renewals may make it (see nextRenewal).
 const maxLeaseInterval = leaseDuration / 2
+
+// minLeaseInterval keeps lease renewals from flooding the API server.
+const minLeaseInterval = time.Second
 
 // MaxNodes bounds the simulated nodes, registered and adopted together: each takes
 // a /24 pod range out of 10.128.0.0/9.
@@ -78,8 +81,8 @@ func (c Config) Validate() error {
 	if c.PodStopDelay < 0 {
 		errs = append(errs, fmt.Errorf("pod stop delay must not be negative, got %v", c.PodStopDelay))
 	}
-	if c.LeaseInterval < 0 || c.LeaseInterval > maxLeaseInterval {
-		errs = append(errs, fmt.Errorf("lease interval must be between 0 (default) and %v, got %v", maxLeaseInterval, c.LeaseInterval))
+	if c.LeaseInterval != 0 && (c.LeaseInterval < minLeaseInterval || c.LeaseInterval > maxLeaseInterval) {
+		errs = append(errs, fmt.Errorf("lease interval must be 0 (the default) or between %v and %v, got %v", minLeaseInterval, maxLeaseInterval, c.LeaseInterval))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("workers must not be negative, got %d", c.Workers))

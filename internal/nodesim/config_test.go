@@ -23,6 +23,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative ready delay", func(c *Config) { c.PodReadyDelay = -time.Second }, "ready delay"},
 		{"negative stop delay", func(c *Config) { c.PodStopDelay = -time.Second }, "stop delay"},
 		{"lease interval beyond half the lease", func(c *Config) { c.LeaseInterval = 21 * time.Second }, "lease interval"},
+		{"lease interval too short", func(c *Config) { c.LeaseInterval = time.Millisecond }, "lease interval"},
+		{"negative lease interval", func(c *Config) { c.LeaseInterval = -time.Second }, "lease interval"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "workers"},
 	}
 	for _, tt := range tests {

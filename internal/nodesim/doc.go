@@ -30,6 +30,12 @@
 // a whole second, the API's resolution) when it first sees the pod, so a restart of
 // the simulator resumes each pod where its stored status says it is.
 //
+// Load: each node costs one Lease update per LeaseInterval, and each pod two or
+// three status writes over its life (plus two per crash under restart-every), so
+// the client given to New needs a rate limit to match (5,000 nodes renew 500
+// leases a second at the default interval); client-go's default of 5 QPS is far
+// too low.
+//
 // Logging: node status writes at V(2), pod status writes and deletes at V(4) (one
 // line per write, with the phase, readiness and restart count), lease renewals at
 // V(5). Invalid annotations are logged once at V(0).

@@ -3,7 +3,6 @@ package nodesim
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -26,8 +25,6 @@ func stripManagedFields(obj any) (any, error) {
 	}
 	return obj, nil
 }
-
-func everything() labels.Selector { return labels.Everything() }
 
 func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
 

@@ -290,11 +290,13 @@ func TestDecidePod(t *testing.T) {
 			},
 		},
 		{
-			name:  "an unmet readiness gate keeps the pod not Ready",
-			beh:   Behaviour{},
-			setup: func(in *podInput) { in.Pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}} },
-			at:    []time.Duration{0},
-			want:  want{phase: v1.PodRunning},
+			name: "an unmet readiness gate keeps the pod not Ready",
+			beh:  Behaviour{},
+			setup: func(in *podInput) {
+				in.Pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+			},
+			at:   []time.Duration{0},
+			want: want{phase: v1.PodRunning},
 		},
 		{
 			name: "the scheduler's PodScheduled condition and the QoS class are kept",

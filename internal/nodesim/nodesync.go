@@ -1,10 +1,9 @@
 package nodesim
 
 import (
-	"time"
-
 	"context"
 	"fmt"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -42,7 +42,14 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 	if podIP != "" {
 		st.PodIP, st.PodIPs = podIP, []v1.PodIP{{IP: podIP}}
 	}
-
+	switch stage {
+	case stagePending:
+		st.Phase = v1.PodPending
+	case stageRunning, stageCrashed:
+		st.Phase = v1.PodRunning
+	case stageEnded:
+		st.Phase = in.Behaviour.EndPhase
+	}
 	c := containerBuilder{uid: pod.UID, old: &pod.Status, now: stamp}
 	st.InitContainerStatuses = st.InitContainerStatuses[:0]
 	for i := range pod.Spec.InitContainers {
@@ -57,7 +64,13 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 	for i := range pod.Spec.Containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, c.app(&pod.Spec.Containers[i], stage, restarts, in.Behaviour))
 	}
+	setPodConditions(&st, in, stage == stageEnded, stamp)
+	return st
+}
 
+// setPodConditions derives the pod's conditions from its phase and containers.
+func setPodConditions(st *v1.PodStatus, in podInput, ended bool, now metav1.Time) {
+	pod := in.Pod
 	var unready []string
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for _, cs := range list {
@@ -67,22 +80,14 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 		}
 	}
 	containersReady := condition{status: v1.ConditionTrue}
-	if len(unready) > 0 {
+	switch {
+	case ended && st.Phase == v1.PodSucceeded:
+		containersReady = condition{v1.ConditionFalse, reasonPodCompleted, ""}
+	case ended:
+		unready = containerNames(pod)
+		fallthrough
+	case len(unready) > 0:
 		containersReady = condition{v1.ConditionFalse, reasonContainersNotReady, fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
-	}
-
-	switch stage {
-	case stagePending:
-		st.Phase = v1.PodPending
-	case stageRunning, stageCrashed:
-		st.Phase = v1.PodRunning
-	case stageEnded:
-		st.Phase = in.Behaviour.EndPhase
-		if st.Phase == v1.PodSucceeded {
-			containersReady = condition{v1.ConditionFalse, reasonPodCompleted, ""}
-		} else {
-			containersReady = condition{v1.ConditionFalse, reasonContainersNotReady, "containers with unready status: [" + strings.Join(containerNames(pod), " ") + "]"}
-		}
 	}
 	ready := containersReady
 	if ready.status == v1.ConditionTrue {
@@ -93,11 +98,10 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 		}
 	}
 	sandbox := condition{status: v1.ConditionTrue}
-	if stage == stageEnded {
+	if ended {
 		sandbox = condition{status: v1.ConditionFalse}
 	}
-
-	conds := conditionSetter{conds: st.Conditions, gen: pod.Generation, now: stamp}
+	conds := conditionSetter{conds: st.Conditions, gen: pod.Generation, now: now}
 	conds.set(v1.PodReadyToStartContainers, sandbox)
 	conds.set(v1.PodInitialized, condition{status: v1.ConditionTrue})
 	conds.set(v1.PodReady, ready)
@@ -106,7 +110,6 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 		conds.set(v1.PodScheduled, condition{status: v1.ConditionTrue})
 	}
 	st.Conditions = conds.conds
-	return st
 }
 
 // condition is the wanted state of one pod condition.

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -110,7 +111,10 @@ func (s *Simulator) Run(ctx context.Context) error {
 	for _, synced := range []map[reflect.Type]bool{nodeFactory.WaitForCacheSync(ctx.Done()), podFactory.WaitForCacheSync(ctx.Done())} {
 		for informer, ok := range synced {
 			if !ok {
-				return fmt.Errorf("cache of %v did not sync before shutdown", informer)
+				if ctx.Err() != nil {
+					return nil // stopped while starting
+				}
+				return fmt.Errorf("cache of %v did not sync", informer)
 			}
 		}
 	}
@@ -142,7 +146,7 @@ func (s *Simulator) newQueue(name string, limiter workqueue.TypedRateLimiter[str
 // recordExisting reserves, before any worker runs, the node indexes and pod IPs the
 // stored objects already hold, so nothing new is handed out twice.
 func (s *Simulator) recordExisting() {
-	nodes, _ := s.nodes.List(everything())
+	nodes, _ := s.nodes.List(labels.Everything())
 	for _, node := range nodes {
 		if _, ok := indexFromPodCIDR(node.Spec.PodCIDR); ok && isSimulated(node) {
 			_, _ = s.indexes.assign(node.Name, node.Spec.PodCIDR)

@@ -200,6 +200,8 @@ func TestPodRunningAndReadyAfterDelay(t *testing.T) {
 			t.Errorf("%s = %+v", ct, c)
 		}
 	}
+	writes := countPodStatusWrites(h, "web")
+	h.holds("no status writes while nothing changes", time.Second, 5, func() bool { return countPodStatusWrites(h, "web") == writes })
 	cs := p.Status.ContainerStatuses
 	if len(cs) != 1 || cs[0].State.Running == nil || !cs[0].Ready || !*cs[0].Started || cs[0].ContainerID == "" || cs[0].ImageID == "" {
 		t.Errorf("container statuses = %+v", cs)
@@ -218,6 +220,36 @@ func TestPodRunningAndReadyAfterDelay(t *testing.T) {
 	}
 	if ip := h.pod("host").Status.PodIP; ip != "10.0.0.1" {
 		t.Errorf("hostNetwork pod IP = %q, want the node IP", ip)
+	}
+}
+
+func countPodStatusWrites(h *harness, name string) int {
+	n := 0
+	for _, a := range h.client.Actions() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			if p, ok := u.GetObject().(*v1.Pod); ok && p.Name == name {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestRestartKeepsStoredAddresses(t *testing.T) {
+	node := newNode("sim-node-0", 0, t0.Add(-time.Hour))
+	running := boundPod("old", "sim-node-0", nil)
+	running.Status = v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: t0.Add(-time.Hour)},
+		PodIP: "10.128.0.2", PodIPs: []v1.PodIP{{IP: "10.128.0.2"}}}
+	h := startSimulator(t, testConfig(1), node, running)
+	h.createPod(boundPod("new", "sim-node-0", nil))
+	h.advanceUntil("both pods Ready", 100*time.Millisecond, func() bool {
+		return readyIs(h.pod("old"), true) && readyIs(h.pod("new"), true)
+	})
+	if ip := h.pod("old").Status.PodIP; ip != "10.128.0.2" {
+		t.Errorf("stored pod IP changed to %s", ip)
+	}
+	if ip := h.pod("new").Status.PodIP; ip == "10.128.0.2" || ip == "" {
+		t.Errorf("new pod IP = %q, want a free one", ip)
 	}
 }
 
@@ -288,11 +320,11 @@ func TestRestartEveryAnnotation(t *testing.T) {
 	h.advanceUntil("pod Ready", 100*time.Millisecond, func() bool { return readyIs(h.pod("crashy"), true) })
 	restarts := func() int32 { return h.pod("crashy").Status.ContainerStatuses[0].RestartCount }
 	for want := int32(1); want <= 2; want++ {
-		h.advanceUntil(fmt.Sprintf("crash %d", want), 100*time.Millisecond, func() bool {
+		h.advanceUntil(fmt.Sprintf("crash %d", want), 250*time.Millisecond, func() bool {
 			p := h.pod("crashy")
 			return readyIs(p, false) && p.Status.ContainerStatuses[0].RestartCount == want
 		})
-		h.advanceUntil(fmt.Sprintf("recovery %d", want), 100*time.Millisecond, func() bool {
+		h.advanceUntil(fmt.Sprintf("recovery %d", want), 250*time.Millisecond, func() bool {
 			return readyIs(h.pod("crashy"), true)
 		})
 		if got := restarts(); got != want {

@@ -21,6 +21,8 @@ type child struct {
 	name string
 	cmd  *exec.Cmd
 	done chan error
+	// stateless children keep nothing worth a graceful exit and are killed at once.
+	stateless bool
 }
 
 // startChild re-executes this binary as the named component, with its output in the
@@ -50,14 +52,30 @@ func startChild(ctx context.Context, p paths, name string, args []string) (*chil
 	return c, nil
 }
 
-// stop asks the child to exit and waits for it, killing it after a grace period.
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
+// stopGrace is how long children get to exit after SIGTERM before they are killed.
+const stopGrace = 10 * time.Second
+
+// stopChildren asks every child to exit at once and waits for them, killing those
+// still running after stopGrace. Stateless children (the scheduler and the controller
+// manager, which take long to drain and lose nothing) are killed outright.
+func stopChildren(children []*child) {
+	for _, c := range children {
+		sig := syscall.SIGTERM
+		if c.stateless {
+			sig = syscall.SIGKILL
+		}
+		_ = c.cmd.Process.Signal(sig)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	defer cancel()
+	for _, c := range children {
+		select {
+		case err := <-c.done:
+			c.done <- err
+		case <-ctx.Done():
+			_ = c.cmd.Process.Kill()
+			c.done <- <-c.done
+		}
 	}
 }
 

@@ -58,7 +58,8 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	if err != nil {
 		return err
 	}
-	defer apiserver.stop()
+	children := []*child{apiserver}
+	defer func() { stopChildren(children) }()
 	restCfg := restConfig(server, cr)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -75,12 +76,14 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	if err != nil {
 		return err
 	}
-	defer scheduler.stop()
+	scheduler.stateless = true
+	children = append(children, scheduler)
 	kcm, err := startChild(ctx, p, "kube-controller-manager", controllerManagerArgs(cfg, cr, kubeconfig))
 	if err != nil {
 		return err
 	}
-	defer kcm.stop()
+	kcm.stateless = true
+	children = append(children, kcm)
 	logger.V(1).Info("Control plane up", "elapsed", time.Since(start).Round(time.Millisecond))
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -123,7 +126,7 @@ func runController(ctx context.Context, restCfg *rest.Config, workers int) error
 func watchChild(ctx context.Context, c *child, p paths) error {
 	select {
 	case err := <-c.done:
-		c.done <- err // let stop() see it too
+		c.done <- err // let stopChildren see it too
 		return fmt.Errorf("%s exited (%v); see %s", c.name, err, p.logs(c.name))
 	case <-ctx.Done():
 		return nil
