@@ -25,9 +25,10 @@ type child struct {
 	stateless bool
 }
 
-// startChild re-executes this binary as the named component, with its output in the
-// sandbox's log directory. The child is killed if this process dies.
-func startChild(ctx context.Context, p paths, name string, args []string) (*child, error) {
+// startChild re-executes this binary as component, under name, with its output in
+// the sandbox's log directory (logs/<name>.log). The child is killed if this process
+// dies.
+func startChild(ctx context.Context, p paths, name, component string, args []string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this binary to run %s: %w", name, err)
@@ -36,7 +37,7 @@ func startChild(ctx context.Context, p paths, name string, args []string) (*chil
 	if err != nil {
 		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
 	}
-	cmd := exec.Command(self, append([]string{ComponentCommand, name}, args...)...)
+	cmd := exec.Command(self, append([]string{ComponentCommand, component}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -129,21 +130,35 @@ var controllerManagerControllers = []string{
 	"serviceaccount-token-controller",
 }
 
-func controllerManagerArgs(cfg Config, cr credentials, kubeconfig string) []string {
-	controllers := append([]string(nil), controllerManagerControllers...)
-	if cfg.Controller == ControllerUpstream {
-		controllers = append(controllers, "daemonset-controller")
-	}
+// controllerManagerArgs are the flags of the sandbox's kube-controller-manager. It
+// gets a generous client rate limit: the node lifecycle controller lifts the
+// not-ready taint of every new node, and at the default 20 requests a second a
+// thousand nodes would take minutes.
+func controllerManagerArgs(cr credentials, kubeconfig string) []string {
+	return append(controllerManagerCommon(kubeconfig),
+		"--controllers="+strings.Join(controllerManagerControllers, ","),
+		"--kube-api-qps=1000",
+		"--kube-api-burst=2000",
+		"--service-account-private-key-file="+cr.saKeyFile,
+		"--root-ca-file="+cr.caFile,
+	)
+}
+
+// upstreamDaemonSetArgs run kube-controller-manager's DaemonSet controller alone, in a
+// process of its own with kube-controller-manager's default client rate limits, so
+// it behaves as it does in a stock cluster and its cost can be measured apart.
+func upstreamDaemonSetArgs(kubeconfig string) []string {
+	return append(controllerManagerCommon(kubeconfig), "--controllers=daemonset-controller")
+}
+
+func controllerManagerCommon(kubeconfig string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
-		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
-		"--service-account-private-key-file=" + cr.saKeyFile,
-		"--root-ca-file=" + cr.caFile,
 		"--v=0",
 	}
 }

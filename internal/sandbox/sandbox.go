@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	defer etcd.Close()
 
 	server := fmt.Sprintf("https://127.0.0.1:%d", cfg.Port)
-	apiserver, err := startChild(ctx, p, "kube-apiserver", apiserverArgs(cfg, p, cr, etcdURL))
+	apiserver, err := startChild(ctx, p, "kube-apiserver", "kube-apiserver", apiserverArgs(cfg, p, cr, etcdURL))
 	if err != nil {
 		return err
 	}
@@ -72,22 +72,30 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	if err := writeKubeconfig(kubeconfig, server, cr); err != nil {
 		return err
 	}
-	scheduler, err := startChild(ctx, p, "kube-scheduler", schedulerArgs(kubeconfig))
+	scheduler, err := startChild(ctx, p, "kube-scheduler", "kube-scheduler", schedulerArgs(kubeconfig))
 	if err != nil {
 		return err
 	}
 	scheduler.stateless = true
 	children = append(children, scheduler)
-	kcm, err := startChild(ctx, p, "kube-controller-manager", controllerManagerArgs(cfg, cr, kubeconfig))
+	kcm, err := startChild(ctx, p, "kube-controller-manager", "kube-controller-manager", controllerManagerArgs(cr, kubeconfig))
 	if err != nil {
 		return err
 	}
 	kcm.stateless = true
 	children = append(children, kcm)
+	if cfg.Controller == ControllerUpstream {
+		ds, err := startChild(ctx, p, "daemonset-controller", "kube-controller-manager", upstreamDaemonSetArgs(kubeconfig))
+		if err != nil {
+			return err
+		}
+		ds.stateless = true
+		children = append(children, ds)
+	}
 	logger.V(1).Info("Control plane up", "elapsed", time.Since(start).Round(time.Millisecond))
 
 	g, gctx := errgroup.WithContext(ctx)
-	for _, c := range []*child{apiserver, scheduler, kcm} {
+	for _, c := range children {
 		g.Go(func() error { return watchChild(gctx, c, p) })
 	}
 	g.Go(func() error { return nodesim.New(client, cfg.Sim).Run(gctx) })
