@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -21,69 +20,8 @@ import (
 	"github.com/everynode/everynode/internal/controller"
 )
 
-// controllerConfig is the configuration of `everynode controller`.
-type controllerConfig struct {
-	Kubeconfig    string
-	Namespace     string
-	Workers       int
-	QPS           float32
-	Burst         int
-	BurstReplicas int
-	MetricsAddr   string
-	Resync        time.Duration
-	LeaderElect   bool
-	Leader        leaderConfig
-}
-
-func defaultControllerConfig() controllerConfig {
-	return controllerConfig{
-		Workers:       2,
-		QPS:           20,
-		Burst:         30,
-		BurstReplicas: controller.DefaultBurstReplicas,
-		MetricsAddr:   ":8080",
-		Leader:        defaultLeaderConfig(),
-	}
-}
-
-// AddFlags binds the configuration to flags.
-func (c *controllerConfig) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
-	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Manage the DaemonSets of this namespace only. Default: all namespaces.")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "DaemonSets synced concurrently.")
-	fs.Float32Var(&c.QPS, "kube-api-qps", c.QPS, "Steady requests per second to the API server; 0 or negative means no client-side limit.")
-	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Requests the client may send in a burst above --kube-api-qps.")
-	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
-	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
-	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "Run only while holding a coordination.k8s.io Lease, so replicas can stand by. Default: true in-cluster, false otherwise.")
-	c.Leader.AddFlags(fs)
-}
-
-// Validate reports the first invalid setting, saying how to fix it. The leader
-// election settings are checked when leader election is on, or may be turned on by
-// default (explicit is false).
-func (c *controllerConfig) Validate(explicit bool) error {
-	switch {
-	case c.Workers < 1:
-		return fmt.Errorf("--workers must be at least 1, got %d", c.Workers)
-	case c.Burst < 0:
-		return fmt.Errorf("--kube-api-burst must not be negative, got %d", c.Burst)
-	case c.QPS > 0 && c.Burst < 1:
-		return fmt.Errorf("--kube-api-burst must be at least 1 when --kube-api-qps is set, got %d", c.Burst)
-	case c.BurstReplicas < 1:
-		return fmt.Errorf("--burst-replicas must be at least 1, got %d", c.BurstReplicas)
-	case c.Resync < 0:
-		return fmt.Errorf("--resync must not be negative, got %s", c.Resync)
-	}
-	if c.LeaderElect || !explicit {
-		return c.Leader.Validate()
-	}
-	return nil
-}
-
 func newControllerCommand() *cobra.Command {
-	cfg := defaultControllerConfig()
+	cfg := controller.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the DaemonSet controller against a cluster",
@@ -131,7 +69,7 @@ func loadRESTConfig(path string) (*rest.Config, bool, error) {
 	return cfg, false, nil
 }
 
-func runController(ctx context.Context, cfg controllerConfig, restCfg *rest.Config) error {
+func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Config) error {
 	logger := klog.FromContext(ctx)
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
@@ -181,7 +119,7 @@ func runController(ctx context.Context, cfg controllerConfig, restCfg *rest.Conf
 		if !cfg.LeaderElect {
 			return run(ctx)
 		}
-		return runLeading(ctx, client, cfg.Leader, run)
+		return controller.RunLeading(ctx, client, cfg.Leader, run)
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {

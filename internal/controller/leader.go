@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// leaderConfig configures leader election on a coordination.k8s.io Lease.
-type leaderConfig struct {
+// LeaderConfig configures leader election on a coordination.k8s.io Lease.
+type LeaderConfig struct {
 	Namespace     string
 	Name          string
 	LeaseDuration time.Duration
@@ -24,12 +24,12 @@ type leaderConfig struct {
 	RetryPeriod   time.Duration
 }
 
-func defaultLeaderConfig() leaderConfig {
+func DefaultLeaderConfig() LeaderConfig {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "kube-system"
 	}
-	return leaderConfig{
+	return LeaderConfig{
 		Namespace:     ns,
 		Name:          "everynode",
 		LeaseDuration: 15 * time.Second,
@@ -38,7 +38,7 @@ func defaultLeaderConfig() leaderConfig {
 	}
 }
 
-func (c *leaderConfig) AddFlags(fs *pflag.FlagSet) {
+func (c *LeaderConfig) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Namespace, "leader-elect-namespace", c.Namespace, "Namespace of the leader election Lease. Default: $POD_NAMESPACE, else kube-system.")
 	fs.StringVar(&c.Name, "leader-elect-lease", c.Name, "Name of the leader election Lease.")
 	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "How long a standby waits after the last renewal before taking over.")
@@ -46,7 +46,7 @@ func (c *leaderConfig) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 }
 
-func (c *leaderConfig) Validate() error {
+func (c *LeaderConfig) Validate() error {
 	switch {
 	case c.Namespace == "" || c.Name == "":
 		return errors.New("--leader-elect-namespace and --leader-elect-lease must not be empty")
@@ -60,10 +60,10 @@ func (c *leaderConfig) Validate() error {
 	return nil
 }
 
-// runLeading runs run while this process holds the Lease. Losing the Lease while ctx
+// RunLeading runs run while this process holds the Lease. Losing the Lease while ctx
 // is still live is an error: the process exits so that it restarts as a standby,
 // rather than keep acting on state another leader now owns.
-func runLeading(ctx context.Context, client kubernetes.Interface, cfg leaderConfig, run func(context.Context) error) error {
+func RunLeading(ctx context.Context, client kubernetes.Interface, cfg LeaderConfig, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	host, _ := os.Hostname()
 	id := host + "_" + string(uuid.NewUUID())
