@@ -27,6 +27,9 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 		return err
 	}
 	if err := c.applyHistory(ctx, ds, p); err != nil {
+		if isNamespaceTerminating(err) {
+			return nil // nothing more can be created here; the namespace's deletion ends it
+		}
 		return err
 	}
 	podErr := errors.Join(c.deletePods(ctx, ds, key, p.Deletes), c.createPods(ctx, ds, key, p))

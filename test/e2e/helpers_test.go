@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -231,4 +232,177 @@ func kubectl(t *testing.T, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// counts are the pod counts of a DaemonSet's status; unavailable is implied
+// (desired - available).
+type counts struct {
+	desired, current, ready, available, updated, misscheduled int32
+}
+
+func statusCounts(s apps.DaemonSetStatus) counts {
+	return counts{s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberReady, s.NumberAvailable, s.UpdatedNumberScheduled, s.NumberMisscheduled}
+}
+
+// waitStatus waits until the DaemonSet's status, for its current generation, holds
+// exactly the given counts.
+func waitStatus(t *testing.T, ns, name string, want counts) *apps.DaemonSet {
+	t.Helper()
+	var ds *apps.DaemonSet
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := env.client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ds = got
+		s := ds.Status
+		return s.ObservedGeneration >= ds.Generation && statusCounts(s) == want &&
+			s.NumberUnavailable == want.desired-want.available, nil
+	})
+	if err != nil {
+		got := "none"
+		if ds != nil {
+			got = fmt.Sprintf("%+v (unavailable %d, observed generation %d of %d)", statusCounts(ds.Status), ds.Status.NumberUnavailable, ds.Status.ObservedGeneration, ds.Generation)
+		}
+		t.Fatalf("waiting for %s/%s status %+v: %v; last status %s", ns, name, want, err, got)
+	}
+	return ds
+}
+
+// consistently checks cond for d and fails the test the first time it is false.
+func consistently(t *testing.T, what string, d time.Duration, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx := context.Background()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		ok, err := cond(ctx)
+		if err != nil {
+			t.Fatalf("checking that %s: %v", what, err)
+		}
+		if !ok {
+			t.Fatalf("expected %s for %v, but it stopped being so", what, d)
+		}
+	}
+}
+
+// mustDaemonPods is daemonPods for the test's own goroutine.
+func mustDaemonPods(t *testing.T, ns, name string) map[string][]v1.Pod {
+	t.Helper()
+	byNode, err := daemonPods(context.Background(), ns, name)
+	if err != nil {
+		t.Fatalf("listing pods of %s/%s: %v", ns, name, err)
+	}
+	return byNode
+}
+
+// onePodPerNode returns the UID of the single pod on each node, failing the test
+// if a node holds more than one.
+func onePodPerNode(t *testing.T, byNode map[string][]v1.Pod) map[string]types.UID {
+	t.Helper()
+	out := map[string]types.UID{}
+	for node, pods := range byNode {
+		if len(pods) != 1 {
+			t.Fatalf("node %q has pods %v, want one", node, podNames(map[string][]v1.Pod{node: pods})[node])
+		}
+		out[node] = pods[0].UID
+	}
+	return out
+}
+
+// samePods reports whether the DaemonSet's pods are exactly the given ones, one per node.
+func samePods(ns, name string, want map[string]types.UID) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		byNode, err := daemonPods(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		if len(byNode) != len(want) {
+			return false, nil
+		}
+		for node, uid := range want {
+			if pods := byNode[node]; len(pods) != 1 || pods[0].UID != uid || pods[0].DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+}
+
+// revisionHashes maps each ControllerRevision of the DaemonSet to its hash label.
+func revisionHashes(t *testing.T, ns, name string) map[int64]string {
+	t.Helper()
+	list, err := env.client.AppsV1().ControllerRevisions(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing ControllerRevisions: %v", err)
+	}
+	out := map[int64]string{}
+	for _, r := range list.Items {
+		if ref := metav1.GetControllerOf(&r); ref != nil && ref.Kind == "DaemonSet" && ref.Name == name {
+			out[r.Revision] = r.Labels[apps.ControllerRevisionHashLabelKey]
+		}
+	}
+	return out
+}
+
+// waitRevisionHash waits for the DaemonSet's ControllerRevision with the given
+// revision number and returns its hash.
+func waitRevisionHash(t *testing.T, ns, name string, revision int64) string {
+	t.Helper()
+	var hash string
+	waitFor(t, fmt.Sprintf("ControllerRevision %d of %s", revision, name), func(context.Context) (bool, error) {
+		hash = revisionHashes(t, ns, name)[revision]
+		return hash != "", nil
+	})
+	return hash
+}
+
+// waitEvent waits for an event of the given reason about the DaemonSet and returns it.
+func waitEvent(t *testing.T, ns, name, reason string) v1.Event {
+	t.Helper()
+	var found v1.Event
+	waitFor(t, fmt.Sprintf("a %s event on %s", reason, name), func(ctx context.Context) (bool, error) {
+		list, err := env.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=DaemonSet,involvedObject.name=" + name + ",reason=" + reason,
+		})
+		if err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		found = list.Items[0]
+		return true, nil
+	})
+	return found
+}
+
+// nodeHasTaints reports whether the node carries every taint (key and effect).
+func nodeHasTaints(node *v1.Node, taints ...v1.Taint) bool {
+	for _, want := range taints {
+		found := false
+		for _, got := range node.Spec.Taints {
+			found = found || (got.Key == want.Key && got.Effect == want.Effect)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// waitNodeTaints waits until the node carries every taint, or none of them when
+// present is false.
+func waitNodeTaints(t *testing.T, name string, present bool, taints ...v1.Taint) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("node %s taints %v present=%t", name, taints, present), func(ctx context.Context) (bool, error) {
+		node, err := env.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if present {
+			return nodeHasTaints(node, taints...), nil
+		}
+		for _, want := range taints {
+			if nodeHasTaints(node, want) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }

@@ -65,7 +65,13 @@ func startSandbox() (func(), error) {
 	}
 	env.dataDir = filepath.Join(work, "sandbox")
 	env.nodes = simNodes
-	cmd := exec.Command(env.binary, "sandbox", "--data-dir", env.dataDir, "--port", fmt.Sprint(port),
+	// EVERYNODE_E2E_CONTROLLER=upstream runs the scenarios against
+	// kube-controller-manager's own DaemonSet controller, to check the scenarios.
+	controller := os.Getenv("EVERYNODE_E2E_CONTROLLER")
+	if controller == "" {
+		controller = "everynode"
+	}
+	cmd := exec.Command(env.binary, "sandbox", "--data-dir", env.dataDir, "--port", fmt.Sprint(port), "--controller", controller,
 		"--nodes", fmt.Sprint(simNodes), "--pod-ready-delay", "300ms", "--pod-stop-delay", "300ms")
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
