@@ -106,16 +106,7 @@ func apiserverArgs(cfg Config, p paths, cr credentials, etcdURL string) []string
 }
 
 func schedulerArgs(kubeconfig string) []string {
-	return []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--kube-api-qps=500",
-		"--kube-api-burst=1000",
-		"--v=0",
-	}
+	return append(clientComponentArgs(kubeconfig), "--kube-api-qps=500", "--kube-api-burst=1000")
 }
 
 // controllerManagerControllers are the kube-controller-manager controllers a sandbox
@@ -135,7 +126,8 @@ var controllerManagerControllers = []string{
 // not-ready taint of every new node, and at the default 20 requests a second a
 // thousand nodes would take minutes.
 func controllerManagerArgs(cr credentials, kubeconfig string) []string {
-	return append(controllerManagerCommon(kubeconfig),
+	return append(clientComponentArgs(kubeconfig),
+		"--use-service-account-credentials=false",
 		"--controllers="+strings.Join(controllerManagerControllers, ","),
 		"--kube-api-qps=1000",
 		"--kube-api-burst=2000",
@@ -148,17 +140,19 @@ func controllerManagerArgs(cr credentials, kubeconfig string) []string {
 // process of its own with kube-controller-manager's default client rate limits, so
 // it behaves as it does in a stock cluster and its cost can be measured apart.
 func upstreamDaemonSetArgs(kubeconfig string) []string {
-	return append(controllerManagerCommon(kubeconfig), "--controllers=daemonset-controller")
+	return append(clientComponentArgs(kubeconfig), "--use-service-account-credentials=false", "--controllers=daemonset-controller")
 }
 
-func controllerManagerCommon(kubeconfig string) []string {
+// clientComponentArgs are the flags every component that talks to the API server
+// shares: the admin kubeconfig for everything, no leader election (there is one of
+// each) and no serving port of its own.
+func clientComponentArgs(kubeconfig string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--use-service-account-credentials=false",
 		"--v=0",
 	}
 }
