@@ -7,9 +7,13 @@ GO ?= go
 UNIT_PKGS := ./internal/daemon/... ./internal/controller/... ./internal/nodesim/...
 E2E_PKGS := ./test/e2e/...
 
-.PHONY: build test unit e2e vet
+.PHONY: build sandbox test unit e2e vet
 build:
 	$(GO) build -o bin/everynode ./cmd/everynode
+
+# Build, then start the sandbox in the foreground (Ctrl-C stops it).
+sandbox: build
+	bin/everynode sandbox
 
 # The test command CI runs.
 test: vet unit e2e
