@@ -29,7 +29,9 @@ func startSimulator(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	h := &harness{t: t, ctx: ctx, client: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(t0)}
+	// The simple clientset keeps no managed fields, so the informers' transform never
+	// writes to objects that the fake shares between its store and its watchers.
+	h := &harness{t: t, ctx: ctx, client: fake.NewSimpleClientset(objs...), clock: testingclock.NewFakeClock(t0)}
 	cfg.Clock = h.clock
 	if cfg.Workers == 0 {
 		cfg.Workers = 2

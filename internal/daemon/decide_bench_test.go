@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"fmt"
+	"testing"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+)
+
+// exclusionAffinity is the shape of affinity cluster-wide agents often carry: one term
+// of six NotIn expressions keeping them off special node classes.
+func exclusionAffinity() *v1.Affinity {
+	notIn := func(key string, values ...string) v1.NodeSelectorRequirement {
+		return v1.NodeSelectorRequirement{Key: key, Operator: v1.NodeSelectorOpNotIn, Values: values}
+	}
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+			notIn("example.com/gpu", "true"), notIn("example.com/edge", "true"), notIn("tier", "control"),
+			notIn("pool", "system"), notIn("example.com/class", "storage", "batch", "spot"), notIn("example.com/os", "windows"),
+		}}},
+	}}}
+}
+
+// steadySnapshot is a DaemonSet settled on n nodes: one ready pod of the current
+// revision on each, the revision recorded, the status up to date. Decide has
+// nothing to do but confirm it, which is what most syncs of a large cluster are.
+func steadySnapshot(b *testing.B, n int, affinity *v1.Affinity) *Snapshot {
+	ds := newDS("agent")
+	ds.Spec.Template.Spec.Affinity = affinity
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hash := hashOf(ds)
+	rev := newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)
+	s := &Snapshot{DaemonSet: ds, Now: t0, Revisions: []*apps.ControllerRevision{rev}}
+	for i := range n {
+		name := fmt.Sprintf("node-%05d", i)
+		s.Nodes = append(s.Nodes, newNode(name, withLabels("kubernetes.io/hostname", name, "topology.kubernetes.io/zone", fmt.Sprintf("zone-%d", i%3))))
+		s.Pods = append(s.Pods, newPod(ds, "agent-"+name, name))
+	}
+	s.Eligibility = NewEligibility(&ds.Spec.Template.Spec)
+	first := Decide(s)
+	if first.Status == nil || first.Writes() != 1 {
+		b.Fatalf("setup: want only a status write, got %d writes", first.Writes())
+	}
+	ds.Status = *first.Status
+	if p := Decide(s); p.Writes() != 0 {
+		b.Fatalf("setup: steady state still writes %d times", p.Writes())
+	}
+	return s
+}
+
+// BenchmarkDecideSteadyState measures one full decision (claims, history, placement,
+// update budget and status) for a settled DaemonSet.
+func BenchmarkDecideSteadyState(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		affinity *v1.Affinity
+	}{
+		{"no-affinity", nil},
+		{"notin-affinity", exclusionAffinity()},
+	} {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("%s/nodes=%d", tc.name, n), func(b *testing.B) {
+				s := steadySnapshot(b, n, tc.affinity)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					Decide(s)
+				}
+			})
+		}
+	}
+}
