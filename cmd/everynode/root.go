@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 )
 
@@ -26,5 +27,10 @@ controller wherever users, kubectl and the scheduler can see it.`,
 		}
 	})
 	root.AddCommand(newControllerCommand(), newSandboxCommand(), newKubectlCommand(), newComponentCommand())
+	// The embedded control plane registers a process-wide --version flag (its own
+	// version, not ours), which cobra would list on every command.
+	if f := pflag.CommandLine.Lookup("version"); f != nil {
+		f.Hidden = true
+	}
 	return root
 }
