@@ -98,7 +98,10 @@ func Decide(s *Snapshot) Plan {
 	if ds.Spec.RevisionHistoryLimit != nil {
 		limit = *ds.Spec.RevisionHistoryLimit
 	}
-	p.PruneRevisions = revisionsToPrune(hp.old, limit, liveHashes(claimed))
+	if len(hp.old) > int(limit) {
+		// Only then do the pods' hashes matter; most syncs skip the pass over them.
+		p.PruneRevisions = revisionsToPrune(hp.old, limit, liveHashes(claimed))
+	}
 	p.Status = nextStatus(ds, c, s.InFlight.Empty(), ds.Status.CollisionCount)
 	p.requeueWithin(wait)
 	return p
