@@ -18,11 +18,12 @@ import (
 	"syscall"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/everynode/everynode/internal/nodesim"
 )
 
 func main() {
@@ -86,7 +87,7 @@ func run(binary string, nodes, port int) error {
 		}
 		n := 0
 		for i := range list.Items {
-			if nodeReady(&list.Items[i]) {
+			if nodesim.Usable(&list.Items[i]) {
 				n++
 			}
 		}
@@ -101,20 +102,6 @@ func run(binary string, nodes, port int) error {
 	fmt.Printf("nodes=%d api_serving=%.1fs all_nodes_ready=%.1fs rss_total=%dMiB %s\n",
 		nodes, apiUp.Seconds(), allReady.Seconds(), rss>>20, perProc)
 	return nil
-}
-
-func nodeReady(node *v1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Key == v1.TaintNodeNotReady || t.Key == v1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // treeRSS sums the resident memory of pid and its children, and describes each.

@@ -69,27 +69,13 @@ func newNodes(t *testing.T, n int, labels map[string]string) []string {
 	waitFor(t, "new nodes Ready and untainted", func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			node, err := env.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(node) {
+			if err != nil || !nodesim.Usable(node) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
 	return names
-}
-
-func nodeReady(node *v1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Key == v1.TaintNodeNotReady || t.Key == v1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitNodesReady waits until at least n nodes are Ready with no not-ready taint.
@@ -101,7 +87,7 @@ func waitNodesReady(ctx context.Context, n int) error {
 		}
 		ready := 0
 		for i := range nodes.Items {
-			if nodeReady(&nodes.Items[i]) {
+			if nodesim.Usable(&nodes.Items[i]) {
 				ready++
 			}
 		}
