@@ -112,12 +112,6 @@ func TestController_RevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 	}
 }
 
-func ptrString(p *int32) string {
-	if p == nil {
-		return "nil"
-	}
-	return fmt.Sprint(*p)
-}
 
 func revisionNames(revs []apps.ControllerRevision) []string {
 	out := make([]string, len(revs))
