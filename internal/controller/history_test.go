@@ -112,7 +112,6 @@ func TestController_RevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 	}
 }
 
-
 func revisionNames(revs []apps.ControllerRevision) []string {
 	out := make([]string, len(revs))
 	for i := range revs {
