@@ -19,25 +19,32 @@ const defaultRevisionHistoryLimit = 10
 // decideClaim (ownership), decideHistory (revisions), manage (placement), rollOut
 // (updates) and count (status).
 func Decide(s *Snapshot) Plan {
+	p, _ := decide(s)
+	return p
+}
+
+// decide is Decide, also returning the view the rules worked on (nil when they did
+// not get that far), with every node told what it waits for.
+func decide(s *Snapshot) (Plan, *view) {
 	ds := s.DaemonSet
 	var p Plan
 	if ds.DeletionTimestamp != nil {
 		// Its pods and revisions are the garbage collector's now; status would be
 		// computed from objects that may be half gone.
-		return p
+		return p, nil
 	}
 	if sel := ds.Spec.Selector; sel != nil && len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
 		p.Events = append(p.Events, Event{Type: v1.EventTypeWarning, Reason: EventSelectingAll,
 			Message: "This daemon set is selecting all pods. A non-empty selector is required."})
-		return p
+		return p, nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {
-		return invalid(p, fmt.Sprintf("spec.selector is invalid: %v; fix the selector", err))
+		return invalid(p, fmt.Sprintf("spec.selector is invalid: %v; fix the selector", err)), nil
 	}
 	patch, err := TemplatePatch(&ds.Spec.Template)
 	if err != nil {
-		return invalid(p, fmt.Sprintf("spec.template cannot be recorded as a revision: %v", err))
+		return invalid(p, fmt.Sprintf("spec.template cannot be recorded as a revision: %v", err)), nil
 	}
 
 	claimed := claimPods(s, selector, &p)
@@ -55,7 +62,7 @@ func Decide(s *Snapshot) Plan {
 		}
 		*next.CollisionCount++
 		p.Status = next
-		return p
+		return p, nil
 	}
 	if hp.create {
 		p.CreateRevision = hp.current
@@ -77,6 +84,11 @@ func Decide(s *Snapshot) Plan {
 	}
 	v := newView(s, elig, p.Hash, claimed)
 	v.dupHashes = hp.dupHashs
+	rolling := ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType
+	pol := ParsePolicy(ds.Annotations)
+	if rolling && pol.StableNewNodes {
+		v.stable = stableTemplate(ds, hp.old, claimed, v.updated)
+	}
 	surge := allowsSurge(ds)
 	for _, n := range v.nodes {
 		v.manage(n, surge, s.Backoff, &p)
@@ -84,12 +96,20 @@ func Decide(s *Snapshot) Plan {
 	c, wait := v.count()
 	// The update moves only once the placement rules are satisfied and every earlier
 	// write has been seen, so its budget is computed from a settled state.
-	if len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty() &&
-		ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType {
+	var cond *apps.DaemonSetCondition
+	concluded := false
+	if len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty() && rolling {
 		if b, err := rollingBudget(ds, int(c.desired)); err != nil {
 			p = invalid(p, fmt.Sprintf("spec.updateStrategy.rollingUpdate: %v; fix the value to resume the update", err))
 		} else {
-			v.rollOut(int(c.desired), b, &p)
+			r := v.assess(&pol, hp.current, hp.old, rolloutSince(ds, s.Now), int(c.desired))
+			r.unsaved = hp.create
+			v.rollOut(int(c.desired), b, r.gate, &p)
+			cond, concluded = r.conclude(v, c, &p), true
+			p.requeueWithin(r.recheck)
+			if !r.gate.holdUntil.IsZero() {
+				p.requeueWithin(r.gate.holdUntil.Sub(s.Now))
+			}
 		}
 	}
 	finishPodChanges(s, &p)
@@ -103,8 +123,28 @@ func Decide(s *Snapshot) Plan {
 		p.PruneRevisions = revisionsToPrune(hp.old, limit, liveHashes(claimed))
 	}
 	p.Status = nextStatus(ds, c, s.InFlight.Empty(), ds.Status.CollisionCount)
+	if concluded {
+		p.Status = v.withProgressing(p.Status, cond, &p)
+	}
 	p.requeueWithin(wait)
-	return p
+	return p, v
+}
+
+// withProgressing adds the Progressing condition to the status to store, recording an
+// event when its reason changes. status is nil when the counters are unchanged.
+func (v *view) withProgressing(status *apps.DaemonSetStatus, c *apps.DaemonSetCondition, p *Plan) *apps.DaemonSetStatus {
+	next := status
+	if next == nil {
+		next = v.ds.Status.DeepCopy()
+	}
+	changed, transition := withCondition(next, c)
+	if transition {
+		p.Events = append(p.Events, conditionEvent(c))
+	}
+	if !changed {
+		return status
+	}
+	return next
 }
 
 // claimPods sorts the snapshot's pods by ControllerRef and returns those that are, or

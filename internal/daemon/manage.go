@@ -32,7 +32,7 @@ func (v *view) manage(n *nodeState, surge bool, backoff map[string]time.Time, p 
 	exists := len(n.pods) > 0 || n.creating
 	switch {
 	case n.verdict.Run && !exists:
-		p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonMissingPod})
+		p.Creates = append(p.Creates, v.missingPod(n))
 	case n.verdict.KeepRunning:
 		running := v.pruneFinished(n, backoff, p)
 		if !surge {
@@ -46,7 +46,7 @@ func (v *view) manage(n *nodeState, surge bool, backoff map[string]time.Time, p 
 		}
 		if len(running) == 0 {
 			if n.verdict.Run && !n.creating {
-				p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonMissingPod})
+				p.Creates = append(p.Creates, v.missingPod(n))
 			}
 			return
 		}
@@ -58,6 +58,12 @@ func (v *view) manage(n *nodeState, surge bool, backoff map[string]time.Time, p 
 			}
 		}
 	}
+}
+
+// missingPod is the create for a node without a pod: from the current template, or
+// from the stable one when the rollout policy keeps joining nodes on it.
+func (v *view) missingPod(n *nodeState) PodCreate {
+	return PodCreate{Node: n.name, Reason: ReasonMissingPod, Template: v.stable}
 }
 
 // pruneFinished plans the deletion of the node's failed and succeeded pods and returns
@@ -73,6 +79,7 @@ func (v *view) pruneFinished(n *nodeState, backoff map[string]time.Time, p *Plan
 		case v1.PodFailed:
 			if until, held := backoff[n.name]; held && v.now.Before(until) {
 				p.requeueWithin(until.Sub(v.now))
+				n.wait, n.waitUntil = ReasonFailedPodBackoff, until
 				continue
 			}
 			p.Deletes = append(p.Deletes, PodDelete{Pod: pod, Reason: ReasonFailedPod})

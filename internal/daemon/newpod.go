@@ -13,12 +13,18 @@ import (
 // the daemon tolerations, labelled with the revision hash and, when ds records one,
 // its template generation.
 func PodTemplate(ds *apps.DaemonSet, hash string) *v1.PodTemplateSpec {
-	t := ds.Spec.Template.DeepCopy()
+	return podTemplate(&ds.Spec.Template, ds.Annotations, hash, true)
+}
+
+// podTemplate prepares template for new pods. Only the current template carries the
+// DaemonSet's template generation: an older revision's pods must not pass for current.
+func podTemplate(template *v1.PodTemplateSpec, dsAnnotations map[string]string, hash string, current bool) *v1.PodTemplateSpec {
+	t := template.DeepCopy()
 	t.Spec.Tolerations = DaemonPodTolerations(&t.Spec)
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
 	}
-	if gen, ok := templateGeneration(ds.Annotations); ok {
+	if gen, ok := templateGeneration(dsAnnotations); ok && current {
 		t.Labels[TemplateGenerationLabel] = strconv.FormatInt(gen, 10)
 	}
 	if hash != "" {

@@ -76,6 +76,12 @@ type Plan struct {
 	// backoff grows.
 	FailedPodNodes []string
 
+	// MarkRevisions are annotations to set on revisions (MarkAvailable, MarkFailed).
+	MarkRevisions []RevisionMark
+	// Rollback, when set, is the revision whose template is to be restored on the
+	// DaemonSet, as `kubectl rollout undo` does: its Data is the patch to apply.
+	Rollback *apps.ControllerRevision
+
 	// PruneRevisions are old revisions beyond the history limit.
 	PruneRevisions []*apps.ControllerRevision
 	// Status is the status to store, or nil when it is unchanged.
@@ -91,6 +97,15 @@ type Plan struct {
 type PodCreate struct {
 	Node   string
 	Reason Reason
+	// Template, when set, is an older revision's template to use instead of the
+	// Plan's (a node that joins mid-rollout, under new-nodes: stable).
+	Template *v1.PodTemplateSpec
+}
+
+// RevisionMark is one annotation to set on a revision.
+type RevisionMark struct {
+	Revision   *apps.ControllerRevision
+	Key, Value string
 }
 
 // PodDelete asks for Pod to be deleted (with its UID as precondition).
@@ -141,8 +156,8 @@ func (p *Plan) requeueWithin(d time.Duration) {
 func (p *Plan) Writes() int {
 	n := len(p.Adopt) + len(p.Release) + len(p.AdoptRevisions) + len(p.ReleaseRevisions) +
 		len(p.LabelRevisions) + len(p.Relabel) + len(p.DedupRevisions) +
-		len(p.Deletes) + len(p.Creates) + len(p.PruneRevisions)
-	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil} {
+		len(p.Deletes) + len(p.Creates) + len(p.PruneRevisions) + len(p.MarkRevisions)
+	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil, p.Rollback != nil} {
 		if w {
 			n++
 		}

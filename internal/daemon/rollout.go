@@ -76,20 +76,21 @@ func (v *view) podsOnNode(n *nodeState) (cur, old *podAvail, ok bool) {
 }
 
 // rollOut plans the next step of a RollingUpdate: which old pods to delete (or, when
-// surging, beside which to create a new pod) without exceeding the budget. Candidates
-// are taken in node-name order, so the same state always updates the same nodes.
-func (v *view) rollOut(desired int, b budget, p *Plan) {
+// surging, beside which to create a new pod) without exceeding the budget, among the
+// nodes the gate admits. Candidates are taken in node-name order, so the same state
+// always updates the same nodes. Nodes left waiting are told why.
+func (v *view) rollOut(desired int, b budget, g *gate, p *Plan) {
 	if b.maxSurge == 0 {
-		v.rollOutReplacing(b.maxUnavailable, p)
+		v.rollOutReplacing(b.maxUnavailable, g, p)
 		return
 	}
-	v.rollOutSurging(desired, b.maxSurge, p)
+	v.rollOutSurging(desired, b.maxSurge, g, p)
 }
 
 // rollOutReplacing deletes old pods so that new ones take their place, keeping the
 // unavailable pods (missing, unavailable new, or being replaced) within maxUnavailable.
-// Old pods that are unavailable anyway are replaced at once.
-func (v *view) rollOutReplacing(maxUnavailable int, p *Plan) {
+// Old pods that are unavailable anyway are replaced at once, if the gate admits them.
+func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 	unavailable := 0
 	var candidates []*nodeState
 	for _, n := range v.nodes {
@@ -103,28 +104,53 @@ func (v *view) rollOutReplacing(maxUnavailable int, p *Plan) {
 		case cur != nil:
 			if !cur.available {
 				unavailable++
+				n.wait = ReasonNewPodUnavailable
 			}
 		case !old.available:
 			unavailable++
-			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+			if v.admit(n, g) {
+				p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+			}
 		default:
-			candidates = append(candidates, n)
+			if n.wait = g.admits(n); n.wait == "" {
+				candidates = append(candidates, n)
+			}
 		}
 	}
-	room := min(max(maxUnavailable-unavailable, 0), len(candidates))
-	for _, n := range firstByName(candidates, room) {
-		_, old, _ := v.podsOnNode(n)
-		p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+	room := max(maxUnavailable-unavailable, 0)
+	for _, n := range byName(candidates) {
+		if room == 0 {
+			n.wait = ReasonBudgetFull
+			continue
+		}
+		if v.admit(n, g) {
+			_, old, _ := v.podsOnNode(n)
+			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+			room--
+		}
 	}
+}
+
+// admit asks the gate, then the partition, whether node n may be updated now; if not,
+// the node is told why.
+func (v *view) admit(n *nodeState, g *gate) bool {
+	if n.wait = g.admits(n); n.wait != "" {
+		return false
+	}
+	if !g.take() {
+		n.wait = ReasonPartitionHeld
+		return false
+	}
+	return true
 }
 
 // rollOutSurging creates a new pod beside old ones, at most maxSurge nodes at a time,
 // and deletes each old pod once the new one beside it is available. An old pod that
-// is unavailable anyway gets its replacement at once. Old pods on nodes that should no
-// longer run the DaemonSet are deleted only while more pods are available than desired.
-// Pods on nodes that no longer exist are the pod garbage collector's: they are neither
-// replaced nor counted as available.
-func (v *view) rollOutSurging(desired, maxSurge int, p *Plan) {
+// is unavailable anyway gets its replacement at once, if the gate admits it. Old pods
+// on nodes that should no longer run the DaemonSet are deleted only while more pods
+// are available than desired. Pods on nodes that no longer exist are the pod garbage
+// collector's: they are neither replaced nor counted as available.
+func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 	surging, available := 0, 0
 	var candidates, leaving []*nodeState
 	for _, n := range v.nodes {
@@ -145,33 +171,48 @@ func (v *view) rollOutSurging(desired, maxSurge int, p *Plan) {
 		}
 		switch {
 		case old == nil:
+			if cur != nil && !cur.available {
+				n.wait = ReasonNewPodUnavailable
+			}
 		case cur == nil && !old.available:
 			if !n.verdict.Run {
 				p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
 				continue
 			}
-			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+			if v.admit(n, g) {
+				p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+			}
 		case cur == nil:
 			if !n.verdict.Run {
 				leaving = append(leaving, n)
 				continue
 			}
-			candidates = append(candidates, n)
+			if n.wait = g.admits(n); n.wait == "" {
+				candidates = append(candidates, n)
+			}
 		case !cur.available:
 			surging++
+			n.wait = ReasonNewPodUnavailable
 		default:
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonSurgeDone})
 		}
 	}
 	if spare := available - desired; spare > 0 {
-		for _, n := range firstByName(leaving, min(spare, len(leaving))) {
+		for _, n := range byName(leaving)[:min(spare, len(leaving))] {
 			_, old, _ := v.podsOnNode(n)
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
 		}
 	}
-	room := min(max(maxSurge-surging, 0), len(candidates))
-	for _, n := range firstByName(candidates, room) {
-		p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+	room := max(maxSurge-surging, 0)
+	for _, n := range byName(candidates) {
+		if room == 0 {
+			n.wait = ReasonBudgetFull
+			continue
+		}
+		if v.admit(n, g) {
+			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+			room--
+		}
 	}
 }
 
@@ -181,11 +222,8 @@ type podAvail struct {
 	available bool
 }
 
-// firstByName returns the k nodes with the smallest names.
-func firstByName(nodes []*nodeState, k int) []*nodeState {
-	if k <= 0 {
-		return nil
-	}
+// byName sorts nodes by name, in place, and returns them.
+func byName(nodes []*nodeState) []*nodeState {
 	slices.SortFunc(nodes, func(a, b *nodeState) int { return strings.Compare(a.name, b.name) })
-	return nodes[:k]
+	return nodes
 }

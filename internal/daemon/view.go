@@ -18,6 +18,10 @@ type nodeState struct {
 	pods []*v1.Pod
 	// creating: a pod was created for this node and the cache has not shown it yet.
 	creating bool
+	// wait is what the node waits for, when something does not happen on it yet
+	// (see the rollout and backoff reasons); waitUntil, when that ends by itself.
+	wait      Reason
+	waitUntil time.Time
 }
 
 // view is a Snapshot arranged for the rules: claimed pods grouped by node, with the
@@ -30,9 +34,11 @@ type view struct {
 	// dupHashes are hashes of duplicate revisions of the current template: their
 	// pods run the current template and are being relabelled.
 	dupHashes map[string]bool
-	now       time.Time
-	inflight  InFlight
-	nodes     []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
+	// stable, when set, is the template for nodes that join mid-rollout.
+	stable   *v1.PodTemplateSpec
+	now      time.Time
+	inflight InFlight
+	nodes    []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
 }
 
 // deleting reports whether pod is on its way out: marked for deletion, or deleted by

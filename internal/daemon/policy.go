@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Rollout annotations: set on a DaemonSet, they shape how a RollingUpdate proceeds.
+// docs/rollouts.md explains each with an example.
+const (
+	RolloutPrefix = "rollout.everynode.dev/"
+
+	AnnotationPaused           = RolloutPrefix + "paused"
+	AnnotationPartition        = RolloutPrefix + "partition"
+	AnnotationCanary           = RolloutPrefix + "canary"
+	AnnotationWaves            = RolloutPrefix + "waves"
+	AnnotationWaveOrder        = RolloutPrefix + "wave-order"
+	AnnotationWavePause        = RolloutPrefix + "wave-pause"
+	AnnotationNewNodes         = RolloutPrefix + "new-nodes"
+	AnnotationProgressDeadline = RolloutPrefix + "progress-deadline"
+	AnnotationMaxRestarts      = RolloutPrefix + "max-restarts"
+	AnnotationOnFailure        = RolloutPrefix + "on-failure"
+)
+
+// Marks the controller keeps on ControllerRevisions, so that what a rollout learned
+// survives a restart.
+const (
+	// MarkAvailable records when every pod of the revision was first seen available.
+	MarkAvailable = RolloutPrefix + "available-at"
+	// MarkFailed records that the revision's rollout failed, as
+	// "<DaemonSet generation>: <reason>". It holds the rollout only while the
+	// DaemonSet is still at that generation.
+	MarkFailed = RolloutPrefix + "failed"
+)
+
+// Values of the new-nodes and on-failure annotations.
+const (
+	NewNodesUpdate    = "update"
+	NewNodesStable    = "stable"
+	OnFailurePause    = "pause"
+	OnFailureRollback = "rollback"
+)
+
+// Policy is a DaemonSet's rollout annotations, parsed. The zero Policy is upstream's
+// RollingUpdate: nothing held, nothing watched.
+type Policy struct {
+	// Set: at least one rollout annotation is present; only then does the controller
+	// keep the Progressing condition.
+	Set       bool
+	Paused    bool
+	Partition *intstr.IntOrString // nodes that stay on older revisions; nil for none
+	Canary    labels.Selector     // nil: every node may be updated
+	WaveKey   string              // node label whose values are the waves; "" for none
+	WaveOrder []string            // the waves to take first, in this order
+	WavePause time.Duration       // bake time between waves
+	// StableNewNodes: a node that joins mid-rollout gets the stable revision.
+	StableNewNodes bool
+	// ProgressDeadline: zero for none.
+	ProgressDeadline time.Duration
+	// MaxRestarts: negative for no limit.
+	MaxRestarts int64
+	Rollback    bool // on failure, roll back rather than pause
+	// Problems are the annotations that could not be parsed: while there is one, the
+	// rollout holds.
+	Problems []string
+}
+
+// ParsePolicy reads the rollout annotations. Each invalid one adds a Problem that
+// names it, says what is wrong and how to fix it; the other annotations still apply.
+func ParsePolicy(annotations map[string]string) Policy {
+	p := Policy{MaxRestarts: -1}
+	var keys []string
+	for k := range annotations {
+		if strings.HasPrefix(k, RolloutPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p.Set = true
+		if err := p.parse(k, strings.TrimSpace(annotations[k])); err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q: %v", k, annotations[k], err))
+		}
+	}
+	if len(p.WaveOrder) > 0 && p.WaveKey == "" {
+		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s needs %s to name the node label of the waves", AnnotationWaveOrder, AnnotationWaves))
+	}
+	return p
+}
+
+func (p *Policy) parse(key, val string) error {
+	switch key {
+	case AnnotationPaused:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return fmt.Errorf(`want "true" or "false"`)
+		}
+		p.Paused = b
+	case AnnotationPartition:
+		v := intstr.Parse(val)
+		n, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, true)
+		if err != nil || n < 0 || (v.Type == intstr.String && n > 100) {
+			return fmt.Errorf("want a number of nodes (3) or a percentage of them (10%%)")
+		}
+		p.Partition = &v
+	case AnnotationCanary:
+		sel, err := labels.Parse(val)
+		if err != nil || val == "" {
+			return fmt.Errorf("want a node label selector such as canary=true (%v)", err)
+		}
+		p.Canary = sel
+	case AnnotationWaves:
+		if val == "" {
+			return fmt.Errorf("want a node label key such as topology.kubernetes.io/zone")
+		}
+		p.WaveKey = val
+	case AnnotationWaveOrder:
+		for _, w := range strings.Split(val, ",") {
+			if w = strings.TrimSpace(w); w != "" {
+				p.WaveOrder = append(p.WaveOrder, w)
+			}
+		}
+	case AnnotationWavePause:
+		d, err := positiveDuration(val)
+		if err != nil {
+			return err
+		}
+		p.WavePause = d
+	case AnnotationNewNodes:
+		switch val {
+		case NewNodesUpdate, NewNodesStable:
+			p.StableNewNodes = val == NewNodesStable
+		default:
+			return fmt.Errorf("want %q or %q", NewNodesUpdate, NewNodesStable)
+		}
+	case AnnotationProgressDeadline:
+		d, err := positiveDuration(val)
+		if err != nil {
+			return err
+		}
+		p.ProgressDeadline = d
+	case AnnotationMaxRestarts:
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a number of restarts, 0 or more")
+		}
+		p.MaxRestarts = n
+	case AnnotationOnFailure:
+		switch val {
+		case OnFailurePause, OnFailureRollback:
+			p.Rollback = val == OnFailureRollback
+		default:
+			return fmt.Errorf("want %q or %q", OnFailurePause, OnFailureRollback)
+		}
+	default:
+		return fmt.Errorf("unknown rollout annotation; see docs/rollouts.md for the ones everynode reads")
+	}
+	return nil
+}
+
+func positiveDuration(val string) (time.Duration, error) {
+	d, err := time.ParseDuration(val)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a positive duration such as 90s or 10m")
+	}
+	return d, nil
+}
+
+// watchesProgress reports whether failures are detected at all.
+func (p *Policy) watchesProgress() bool { return p.ProgressDeadline > 0 || p.MaxRestarts >= 0 }

@@ -1,0 +1,213 @@
+package daemon
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/json"
+)
+
+// Reasons a rollout fails.
+const (
+	ReasonProgressDeadlineExceeded Reason = "ProgressDeadlineExceeded"
+	ReasonRestartLimitExceeded     Reason = "PodRestartLimitExceeded"
+)
+
+// rollout is the rollout policy applied to one settled sync of a RollingUpdate.
+type rollout struct {
+	pol     *Policy
+	current *apps.ControllerRevision   // the current template's revision
+	unsaved bool                       // current is created by this Plan: nothing to mark yet
+	old     []*apps.ControllerRevision // every other revision, oldest first
+	gate    *gate
+	// oldNodes counts the nodes that should run the pod and run only an older one.
+	oldNodes int
+	// waiting: a pod of the current revision is not available yet.
+	waiting bool
+	// failed says why the current revision's rollout failed ("" if it has not);
+	// fresh when that was found in this sync.
+	failed  Reason
+	failMsg string
+	fresh   bool
+	// recheck is when the progress deadline of a waiting pod runs out.
+	recheck time.Duration
+}
+
+// assess applies pol to the view: what holds the rollout, and whether it failed.
+// since is when the rollout last started moving (a hold ended or a new revision
+// began): the progress deadline counts from no earlier than that.
+func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps.ControllerRevision, since time.Time, desired int) *rollout {
+	r := &rollout{pol: pol, current: current, old: old, gate: openGate()}
+	if !pol.Set {
+		return r
+	}
+	for _, n := range v.nodes {
+		if n.node == nil || !n.verdict.Run {
+			continue
+		}
+		cur, old, ok := v.podsOnNode(n)
+		if ok && cur == nil && old != nil {
+			r.oldNodes++
+		}
+		if cur != nil && !cur.available {
+			r.waiting = true
+		}
+	}
+	g := r.gate
+	if len(pol.Problems) > 0 {
+		g.hold = ReasonInvalidAnnotation
+	}
+	if reason, msg, ok := failedMark(current); ok {
+		r.failed, r.failMsg = reason, msg
+	} else if pol.watchesProgress() {
+		r.failed, r.failMsg, r.recheck = v.failure(pol, since)
+		r.fresh = r.failed != ""
+	}
+	if r.failed != "" && g.hold == "" {
+		g.hold = r.failed
+	}
+	if pol.Paused && g.hold == "" {
+		g.hold = ReasonPaused
+	}
+	g.canary = pol.Canary
+	if pol.Partition != nil {
+		keep, _ := scaled(pol.Partition, desired)
+		g.updatable = max(0, r.oldNodes-keep)
+	}
+	v.setWaves(g, pol)
+	return r
+}
+
+// failure checks the current revision's pods against the policy. A pod whose
+// containers restarted more than max-restarts times fails the rollout at once. With a
+// progress deadline, the rollout fails when a pod has been waiting to become available
+// for that long while no other pod of the revision became available. Otherwise it
+// returns when to check again.
+func (v *view) failure(pol *Policy, since time.Time) (Reason, string, time.Duration) {
+	var lastAvailable, firstWaiting time.Time
+	var waiting *v1.Pod
+	var waitingOn string
+	for _, n := range v.nodes {
+		if n.node == nil {
+			continue
+		}
+		for _, pod := range n.pods {
+			if !v.updated(pod) || v.deleting(pod) || isTerminal(pod) {
+				continue
+			}
+			if restarts := restartCount(pod); pol.MaxRestarts >= 0 && int64(restarts) > pol.MaxRestarts {
+				return ReasonRestartLimitExceeded, fmt.Sprintf("pod %s on node %s restarted %d times, more than max-restarts %d",
+					pod.Name, n.name, restarts, pol.MaxRestarts), 0
+			}
+			if v.available(pod) {
+				if at, ok := v.availableSince(pod); ok && at.After(lastAvailable) {
+					lastAvailable = at
+				}
+			} else if waiting == nil || pod.CreationTimestamp.Time.Before(firstWaiting) {
+				waiting, waitingOn, firstWaiting = pod, n.name, pod.CreationTimestamp.Time
+			}
+		}
+	}
+	if waiting == nil || pol.ProgressDeadline == 0 {
+		return "", "", 0
+	}
+	from := latest(firstWaiting, lastAvailable, since)
+	if left := from.Add(pol.ProgressDeadline).Sub(v.now); left > 0 {
+		return "", "", left
+	}
+	return ReasonProgressDeadlineExceeded, fmt.Sprintf("no pod of the new revision became available for %v; pod %s on node %s is still not available",
+		pol.ProgressDeadline, waiting.Name, waitingOn), 0
+}
+
+func restartCount(pod *v1.Pod) int32 {
+	var n int32
+	for _, s := range pod.Status.InitContainerStatuses {
+		n += s.RestartCount
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
+
+// failedMark reads a revision's MarkFailed. A mark counts only while the revision
+// keeps the number it failed under: a template changed away and back is renumbered,
+// and is tried again.
+func failedMark(r *apps.ControllerRevision) (Reason, string, bool) {
+	val, ok := r.Annotations[MarkFailed]
+	if !ok {
+		return "", "", false
+	}
+	num, rest, _ := strings.Cut(val, " ")
+	if n, err := strconv.ParseInt(num, 10, 64); err != nil || n != r.Revision {
+		return "", "", false
+	}
+	reason, msg, _ := strings.Cut(rest, ": ")
+	return Reason(reason), msg, true
+}
+
+func failedMarkValue(r *apps.ControllerRevision, reason Reason, msg string) string {
+	return fmt.Sprintf("%d %s: %s", r.Revision, reason, msg)
+}
+
+// rollbackTarget is the revision a failed rollout returns to: the newest one that
+// was once available on every node, else the newest earlier one, as
+// `kubectl rollout undo` picks. Revisions that failed themselves are passed over.
+func rollbackTarget(old []*apps.ControllerRevision) *apps.ControllerRevision {
+	var newest *apps.ControllerRevision
+	for i := len(old) - 1; i >= 0; i-- {
+		r := old[i]
+		if _, _, failed := failedMark(r); failed {
+			continue
+		}
+		if _, ok := r.Annotations[MarkAvailable]; ok {
+			return r
+		}
+		if newest == nil {
+			newest = r
+		}
+	}
+	return newest
+}
+
+// stableTemplate is the template a node that joins mid-rollout gets under
+// new-nodes: stable: that of the newest older revision some pod still runs. It is nil
+// when no pod runs an older revision, or its revision cannot be read.
+func stableTemplate(ds *apps.DaemonSet, old []*apps.ControllerRevision, claimed []*v1.Pod, isCurrent func(*v1.Pod) bool) *v1.PodTemplateSpec {
+	running := map[string]bool{}
+	for _, pod := range claimed {
+		if !isCurrent(pod) && pod.DeletionTimestamp == nil && !isTerminal(pod) {
+			running[pod.Labels[HashLabel]] = true
+		}
+	}
+	for i := len(old) - 1; i >= 0; i-- {
+		hash := old[i].Labels[HashLabel]
+		if !running[hash] {
+			continue
+		}
+		var data struct {
+			Spec struct {
+				Template v1.PodTemplateSpec `json:"template"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(old[i].Data.Raw, &data); err != nil {
+			return nil
+		}
+		return podTemplate(&data.Spec.Template, ds.Annotations, hash, false)
+	}
+	return nil
+}
