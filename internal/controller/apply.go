@@ -37,6 +37,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 		c.backoff.next(key, ds.Generation, node)
 		c.metrics.failedPods.Inc()
 	}
+	markErr := c.markRevisions(ctx, ds, p)
 	var pruneErr error
 	for _, r := range p.PruneRevisions {
 		if err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, preconditionUID(r.UID)); err != nil && !apierrors.IsNotFound(err) {
@@ -47,7 +48,11 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
 	}
-	return errors.Join(podErr, pruneErr, statusErr)
+	var rollbackErr error
+	if markErr == nil {
+		rollbackErr = c.rollBack(ctx, ds, p)
+	}
+	return errors.Join(podErr, markErr, pruneErr, statusErr, rollbackErr)
 }
 
 // applyHistory writes the revision changes: missing hash labels, the current

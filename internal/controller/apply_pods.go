@@ -32,7 +32,11 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 		for _, create := range p.Creates[pos:end] {
 			c.inflight.expectCreate(key, create.Node)
 			wg.Go(func() {
-				err := c.createPod(ctx, ds, p.Template, create)
+				template := p.Template
+				if create.Template != nil {
+					template = create.Template
+				}
+				err := c.createPod(ctx, ds, template, create)
 				if err == nil {
 					return
 				}

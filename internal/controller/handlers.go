@@ -212,7 +212,8 @@ func (c *Controller) revisionHandler(logger klog.Logger) cache.ResourceEventHand
 
 // nodeHandler wakes only the DaemonSets whose verdict for the node changes: a new node
 // wakes those that should run there; an update wakes those for which the node's labels
-// or taints change the answer (status and heartbeats change nothing); a deleted node
+// or taints change the answer, or whose rollout reads the relabelled node's labels
+// (status and heartbeats change nothing); a deleted node
 // wakes those that had it counted.
 func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
@@ -233,12 +234,14 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			if !ok1 || !ok2 {
 				return
 			}
-			if apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
+			relabelled := !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels)
+			if !relabelled && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 				return
 			}
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				before, after := rules.Check(old), rules.Check(cur)
-				if before.Run != after.Run || before.KeepRunning != after.KeepRunning {
+				if before.Run != after.Run || before.KeepRunning != after.KeepRunning ||
+					(relabelled && daemon.PolicyReadsNodeLabels(ds.Annotations)) {
 					logger.V(5).Info("Node change affects DaemonSet", "node", klog.KObj(cur), "daemonset", klog.KObj(ds), "reason", after.Reason)
 					c.enqueue(ds)
 				}

@@ -174,3 +174,12 @@ func positiveDuration(val string) (time.Duration, error) {
 
 // watchesProgress reports whether failures are detected at all.
 func (p *Policy) watchesProgress() bool { return p.ProgressDeadline > 0 || p.MaxRestarts >= 0 }
+
+// PolicyReadsNodeLabels reports whether annotations make a rollout depend on node
+// labels (a canary selector or waves), so that a node relabelled wakes the DaemonSet
+// even when its placement does not change.
+func PolicyReadsNodeLabels(annotations map[string]string) bool {
+	_, canary := annotations[AnnotationCanary]
+	_, waves := annotations[AnnotationWaves]
+	return canary || waves
+}

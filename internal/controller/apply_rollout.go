@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apps "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+// markRevisions writes the rollout's marks on revisions. A failed revision is marked
+// before the DaemonSet leaves it, so it is not tried again.
+func (c *Controller) markRevisions(ctx context.Context, ds *apps.DaemonSet, p *daemon.Plan) error {
+	revisions := c.client.AppsV1().ControllerRevisions(ds.Namespace)
+	for _, m := range p.MarkRevisions {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{m.Key: m.Value}}})
+		if err != nil {
+			return err
+		}
+		if _, err := revisions.Patch(ctx, m.Revision.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking revision %s with %s: %w", m.Revision.Name, m.Key, err)
+		}
+	}
+	return nil
+}
+
+// rollBack restores the template of the Plan's rollback revision. It comes after the
+// status write, which records why, since it changes the DaemonSet under that write.
+func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, p *daemon.Plan) error {
+	if r := p.Rollback; r != nil {
+		// The revision's Data is a strategic merge patch that replaces the template,
+		// exactly what `kubectl rollout undo` applies.
+		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, r.Data.Raw, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("rolling back to revision %d (%s): %w", r.Revision, r.Name, err)
+		}
+		klog.FromContext(ctx).Info("Rolled back", "revision", r.Revision, "controllerRevision", r.Name)
+	}
+	return nil
+}

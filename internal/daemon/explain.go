@@ -1,0 +1,138 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Report answers "why is (or isn't) there a pod on this node?" for every node. It is
+// computed by the same rules as Decide, from the same kind of Snapshot.
+type Report struct {
+	// Revision and Hash name the current template's revision (Revision is zero when
+	// it is not recorded yet).
+	Revision int64
+	Hash     string
+	// Progressing is the rollout's condition as the next sync would store it; nil
+	// when the DaemonSet has no rollout annotations or the sync would not assess it.
+	Progressing *apps.DaemonSetCondition
+	// Problems are the rollout annotations that do not parse.
+	Problems []string
+	// Settled: no write is outstanding, so the rollout was assessed.
+	Settled bool
+	// Nodes are in name order.
+	Nodes []NodeReport
+	// Events are what the next sync would record, such as an invalid spec.
+	Events []Event
+}
+
+// NodeReport is one node's answer.
+type NodeReport struct {
+	Node string
+	// Verdict: whether the DaemonSet should run here and, if not, which rule says so.
+	Verdict Verdict
+	// Wave is the node's value of the waves label, when the rollout goes by waves.
+	Wave string
+	Pods []PodReport
+	// Waiting is what the rollout or the placement waits for on this node ("" for
+	// nothing), until Until when that ends by itself.
+	Waiting Reason
+	Until   time.Time
+	// Next are the changes the next sync makes here, for people.
+	Next []string
+}
+
+// PodReport is one of the DaemonSet's pods on a node.
+type PodReport struct {
+	Name      string
+	Hash      string // the revision it runs
+	Updated   bool   // it runs the current template
+	Phase     v1.PodPhase
+	Ready     bool
+	Available bool
+	Deleting  bool
+}
+
+// Explain reports, node by node, what Decide would decide and why.
+func Explain(s *Snapshot) Report {
+	p, v := decide(s)
+	r := Report{Hash: p.Hash, Events: p.Events, Settled: s.InFlight.Empty() && len(p.Creates) == 0 && len(p.Deletes) == 0}
+	pol := ParsePolicy(s.DaemonSet.Annotations)
+	r.Problems = pol.Problems
+	if p.Status != nil {
+		r.Progressing = progressing(p.Status)
+	} else {
+		r.Progressing = progressing(&s.DaemonSet.Status)
+	}
+	if v == nil {
+		return r
+	}
+	for _, rev := range s.Revisions {
+		if rev.Labels[HashLabel] == p.Hash && metav1.IsControlledBy(rev, s.DaemonSet) {
+			r.Revision = rev.Revision
+		}
+	}
+	next := map[string][]string{}
+	for _, c := range p.Creates {
+		what := "create a pod of the current revision"
+		if c.Template != nil {
+			what = "create a pod of the stable revision " + c.Template.Labels[HashLabel]
+		}
+		next[c.Node] = append(next[c.Node], fmt.Sprintf("%s (%s)", what, c.Reason))
+	}
+	for _, d := range p.Deletes {
+		node, _ := TargetNode(d.Pod)
+		next[node] = append(next[node], fmt.Sprintf("delete pod %s (%s)", d.Pod.Name, d.Reason))
+	}
+	for _, n := range v.nodes {
+		nr := NodeReport{Node: n.name, Verdict: n.verdict, Waiting: n.wait, Until: n.waitUntil, Next: next[n.name]}
+		if n.verdict.node == "" {
+			nr.Verdict.node = n.name
+		}
+		if n.node != nil && pol.WaveKey != "" {
+			nr.Wave = n.node.Labels[pol.WaveKey]
+		}
+		for _, pod := range n.pods {
+			nr.Pods = append(nr.Pods, PodReport{Name: pod.Name, Hash: pod.Labels[HashLabel], Updated: v.updated(pod),
+				Phase: pod.Status.Phase, Ready: IsReady(pod), Available: v.available(pod), Deleting: v.deleting(pod)})
+		}
+		slices.SortFunc(nr.Pods, func(a, b PodReport) int { return strings.Compare(a.Name, b.Name) })
+		r.Nodes = append(r.Nodes, nr)
+	}
+	slices.SortFunc(r.Nodes, func(a, b NodeReport) int { return strings.Compare(a.Node, b.Node) })
+	return r
+}
+
+// WaitMessage says, for people, what a node waits for.
+func (n NodeReport) WaitMessage() string {
+	switch n.Waiting {
+	case "":
+		return ""
+	case ReasonBudgetFull:
+		return "its turn: maxUnavailable/maxSurge is used up by other nodes"
+	case ReasonNewPodUnavailable:
+		return "its new pod to become available"
+	case ReasonPaused:
+		return "the rollout is paused (" + AnnotationPaused + ")"
+	case ReasonPartitionHeld:
+		return "the partition to be lowered (" + AnnotationPartition + ")"
+	case ReasonCanaryHeld:
+		return "promotion: it is not a canary node (" + AnnotationCanary + ")"
+	case ReasonLaterWave:
+		return "an earlier wave to finish (" + AnnotationWaves + ")"
+	case ReasonWavePause:
+		return "the pause between waves to end (" + AnnotationWavePause + ")"
+	case ReasonInvalidAnnotation:
+		return "a rollout annotation to be fixed"
+	case ReasonFailedPodBackoff:
+		return "the back-off after its pod failed"
+	case ReasonProgressDeadlineExceeded, ReasonRestartLimitExceeded:
+		return "the failed rollout to be resumed or the template changed (" + string(n.Waiting) + ")"
+	}
+	return string(n.Waiting)
+}
