@@ -11,6 +11,7 @@ import (
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/everynode/everynode/internal/daemon"
 )
 
 // The fake clientset stores objects as given. fakeAPI adds, through prepended
@@ -281,6 +284,15 @@ func (s *stampingTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Obj
 		return apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, m.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "uid"), m.GetUID(), "field is immutable"),
 		})
+	}
+	// As the API server does, a template change bumps the DaemonSet's generation and
+	// its template-generation annotation.
+	if cur, ok := obj.(*apps.DaemonSet); ok && !apiequality.Semantic.DeepEqual(cur.Spec.Template, stored.(*apps.DaemonSet).Spec.Template) {
+		cur.Generation++
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[daemon.TemplateGenerationAnnotation] = strconv.FormatInt(cur.Generation, 10)
 	}
 	s.stamp(obj)
 	return s.ObjectTracker.Patch(gvr, obj, ns, opts...)

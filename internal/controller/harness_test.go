@@ -74,8 +74,13 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	return h
 }
 
+// annotationNeverReady on a pod template makes the harness's kubelets report its pods
+// Running but never Ready: a bad release.
+const annotationNeverReady = "harness.everynode.dev/never-ready"
+
 // step plays the scheduler and the kubelets once: every pending pod is bound to the
-// node its affinity pins it to (if that node exists) and reported Running and Ready.
+// node its affinity pins it to (if that node exists) and reported Running and Ready
+// (not Ready, for annotationNeverReady).
 func (h *harness) step() {
 	pods, err := h.client.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -100,10 +105,14 @@ func (h *harness) step() {
 			}
 		}
 		now := metav1.Now()
+		ready := v1.ConditionTrue
+		if pod.Annotations[annotationNeverReady] == "true" {
+			ready = v1.ConditionFalse
+		}
 		pod.Status.Phase = v1.PodRunning
 		pod.Status.Conditions = []v1.PodCondition{
 			{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
-			{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
+			{Type: v1.PodReady, Status: ready, LastTransitionTime: now},
 		}
 		_, _ = h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, pod, metav1.UpdateOptions{})
 	}
