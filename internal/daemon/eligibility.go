@@ -37,7 +37,9 @@ type Verdict struct {
 	Reason Reason
 
 	node  string
-	want  string   // the template's nodeName, for ReasonNodeNameMismatch
+	rules *Eligibility      // for explaining a selector or affinity mismatch
+	nodeL map[string]string // the node's labels, likewise
+	want  string            // the template's nodeName, for ReasonNodeNameMismatch
 	taint v1.Taint // the offending taint, for the taint reasons
 	err   error    // an unparsable affinity term, for ReasonNodeAffinityMismatch
 }
@@ -51,12 +53,12 @@ func (v Verdict) Message() string {
 	case ReasonNodeNameMismatch:
 		return fmt.Sprintf("the pod template names node %q, not %s", v.want, v.node)
 	case ReasonNodeSelectorMismatch:
-		return fmt.Sprintf("node %s does not match the pod's nodeSelector", v.node)
+		return fmt.Sprintf("node %s does not match the pod's nodeSelector: %s", v.node, v.selectorMismatch())
 	case ReasonNodeAffinityMismatch:
 		if v.err != nil {
 			return fmt.Sprintf("node %s matches no required node affinity term (%v)", v.node, v.err)
 		}
-		return fmt.Sprintf("node %s matches no required node affinity term", v.node)
+		return fmt.Sprintf("node %s matches no required node affinity term: %s", v.node, v.affinityMismatch())
 	case ReasonUntoleratedTaint, ReasonUntoleratedNoExecute:
 		return fmt.Sprintf("node %s has taint %s that the pod does not tolerate", v.node, v.taint.ToString())
 	case ReasonNodeGone:
@@ -73,8 +75,10 @@ func (v Verdict) Taint() (v1.Taint, bool) {
 // Eligibility is a DaemonSet pod template's placement rules, parsed once and checked
 // against any number of nodes. It is safe for concurrent use.
 type Eligibility struct {
-	nodeName    string
-	selector    labels.Selector                     // nil: no nodeSelector
+	nodeName     string
+	nodeSelector map[string]string
+	terms        []v1.NodeSelectorTerm
+	selector     labels.Selector                     // nil: no nodeSelector
 	affinity    *nodeaffinity.LazyErrorNodeSelector // nil: no required node affinity
 	tolerations []v1.Toleration
 }
@@ -87,9 +91,11 @@ func NewEligibility(spec *v1.PodSpec) *Eligibility {
 		tolerations: DaemonPodTolerations(spec),
 	}
 	if len(spec.NodeSelector) > 0 {
+		e.nodeSelector = spec.NodeSelector
 		e.selector = labels.SelectorFromSet(spec.NodeSelector)
 	}
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		e.terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 		e.affinity = nodeaffinity.NewLazyErrorNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
 	}
 	return e
@@ -114,12 +120,12 @@ func (e *Eligibility) Check(node *v1.Node) Verdict {
 		return v
 	}
 	if e.selector != nil && !e.selector.Matches(labels.Set(node.Labels)) {
-		v.Reason = ReasonNodeSelectorMismatch
+		v.Reason, v.rules, v.nodeL = ReasonNodeSelectorMismatch, e, node.Labels
 		return v
 	}
 	if e.affinity != nil {
 		if ok, err := e.affinity.Match(node); !ok {
-			v.Reason, v.err = ReasonNodeAffinityMismatch, err
+			v.Reason, v.err, v.rules, v.nodeL = ReasonNodeAffinityMismatch, err, e, node.Labels
 			return v
 		}
 	}

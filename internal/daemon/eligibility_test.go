@@ -152,3 +152,54 @@ func TestEligibilityDoesNotModifySpec(t *testing.T) {
 		t.Errorf("Tolerations() = %d entries, want template's plus %d defaults", len(e.Tolerations()), len(defaultTolerations))
 	}
 }
+
+// The messages of a selector or affinity mismatch name what fails: each nodeSelector
+// label the node lacks or differs on, and for each affinity term the first
+// requirement the node fails.
+func TestVerdictMessageNamesTheFailingRule(t *testing.T) {
+	affinity := func(terms ...v1.NodeSelectorTerm) *v1.Affinity {
+		return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	expr := func(key string, op v1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirement {
+		return v1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	tests := []struct {
+		name string
+		spec v1.PodSpec
+		node *v1.Node
+		want []string
+	}{
+		{name: "selector: differing and missing labels",
+			spec: v1.PodSpec{NodeSelector: map[string]string{"disk": "ssd", "gpu": "yes", "zone": "a"}},
+			node: newNode("n1", withLabels("disk", "hdd", "zone", "a")),
+			want: []string{"wants disk=ssd, the node has disk=hdd", "wants gpu=yes, the node has no gpu label"}},
+		{name: "affinity: first failing requirement of each term",
+			spec: v1.PodSpec{Affinity: affinity(
+				v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{
+					expr("zone", v1.NodeSelectorOpIn, "a"), expr("disk", v1.NodeSelectorOpIn, "ssd")}},
+				v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{expr("gpu", v1.NodeSelectorOpExists)}},
+				v1.NodeSelectorTerm{MatchFields: []v1.NodeSelectorRequirement{expr("metadata.name", v1.NodeSelectorOpIn, "n9")}},
+			)},
+			node: newNode("n1", withLabels("zone", "a", "disk", "hdd")),
+			want: []string{"term 1 needs disk In [ssd] (the node has disk=hdd)", "term 2 needs gpu Exists (the node has no gpu label)",
+				"term 3 needs field metadata.name In [n9]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewEligibility(&tt.spec).Check(tt.node)
+			if v.Run {
+				t.Fatalf("node is eligible; the test needs a mismatch")
+			}
+			msg := v.Message()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("Message %q does not say %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "zone In") || strings.Contains(msg, "zone=a,") {
+				t.Errorf("Message %q names a requirement the node satisfies", msg)
+			}
+		})
+	}
+}
