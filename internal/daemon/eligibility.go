@@ -40,8 +40,8 @@ type Verdict struct {
 	rules *Eligibility      // for explaining a selector or affinity mismatch
 	nodeL map[string]string // the node's labels, likewise
 	want  string            // the template's nodeName, for ReasonNodeNameMismatch
-	taint v1.Taint // the offending taint, for the taint reasons
-	err   error    // an unparsable affinity term, for ReasonNodeAffinityMismatch
+	taint v1.Taint          // the offending taint, for the taint reasons
+	err   error             // an unparsable affinity term, for ReasonNodeAffinityMismatch
 }
 
 // Message says, for people, why the verdict is what it is. It is built on demand so
@@ -79,8 +79,8 @@ type Eligibility struct {
 	nodeSelector map[string]string
 	terms        []v1.NodeSelectorTerm
 	selector     labels.Selector                     // nil: no nodeSelector
-	affinity    *nodeaffinity.LazyErrorNodeSelector // nil: no required node affinity
-	tolerations []v1.Toleration
+	affinity     *nodeaffinity.LazyErrorNodeSelector // nil: no required node affinity
+	tolerations  []v1.Toleration
 }
 
 // NewEligibility parses the placement rules of a pod template's spec. The tolerations
