@@ -82,6 +82,27 @@ func withBudget(surge, unavailable string) dsOpt {
 
 func withMinReady(s int32) dsOpt { return func(ds *apps.DaemonSet) { ds.Spec.MinReadySeconds = s } }
 
+// withAnnotations sets annotations on the DaemonSet, such as the rollout policy's.
+func withAnnotations(kv ...string) dsOpt {
+	return func(ds *apps.DaemonSet) {
+		if ds.Annotations == nil {
+			ds.Annotations = map[string]string{}
+		}
+		for k, v := range kvMap(kv) {
+			ds.Annotations[k] = v
+		}
+	}
+}
+
+// withProgressing stores a Progressing condition with that reason and status, last
+// changed at since.
+func withProgressing(reason Reason, status v1.ConditionStatus, since time.Time) dsOpt {
+	return func(ds *apps.DaemonSet) {
+		ds.Status.Conditions = append(ds.Status.Conditions, apps.DaemonSetCondition{Type: ConditionProgressing,
+			Status: status, Reason: string(reason), Message: "stored", LastTransitionTime: metav1.NewTime(since)})
+	}
+}
+
 type nodeOpt func(*v1.Node)
 
 func newNode(name string, opts ...nodeOpt) *v1.Node {
@@ -148,6 +169,15 @@ func readySince(at time.Time) podOpt {
 func notReady() podOpt {
 	return func(p *v1.Pod) {
 		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+	}
+}
+
+// withRestarts gives the pod an init container and a container that restarted init
+// and main times.
+func withRestarts(init, main int32) podOpt {
+	return func(p *v1.Pod) {
+		p.Status.InitContainerStatuses = []v1.ContainerStatus{{Name: "init", RestartCount: init}}
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", RestartCount: main}}
 	}
 }
 

@@ -48,7 +48,8 @@ func (r *rollout) conclude(v *view, c counts, p *Plan) *apps.DaemonSetCondition 
 	if !r.pol.Set {
 		return nil
 	}
-	complete := r.oldNodes == 0 && c.updated == c.desired && c.available == c.desired
+	_, released := r.current.Annotations[MarkAvailable]
+	complete := r.oldNodes == 0 && c.updated == c.desired && (c.available == c.desired || released)
 	if r.fresh {
 		p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: r.current, Key: MarkFailed,
 			Value: failedMarkValue(r.current, r.failed, r.failMsg)})
@@ -64,7 +65,8 @@ func (r *rollout) conclude(v *view, c counts, p *Plan) *apps.DaemonSetCondition 
 		if target := rollbackTarget(r.old); target != nil {
 			p.Rollback = target
 			reason, status = ReasonRolledBack, v1.ConditionFalse
-			msg = fmt.Sprintf("revision %d failed (%s: %s); rolled back to revision %d", r.current.Revision, r.failed, r.failMsg, target.Revision)
+			msg = fmt.Sprintf("revision %d failed (%s: %s); rolled back to the template of revision %d, which becomes the newest revision",
+				r.current.Revision, r.failed, r.failMsg, target.Revision)
 		} else {
 			msg += "; no earlier revision to roll back to, so the rollout is held"
 		}
@@ -83,7 +85,7 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 		return r.failed, v1.ConditionFalse, fmt.Sprintf("revision %d failed: %s; the rollout holds until the template changes or `everynode rollout resume` runs", rev, r.failMsg)
 	case complete:
 		return ReasonNewRevisionAvailable, v1.ConditionTrue, fmt.Sprintf("revision %d is available on every node", rev)
-	case prev != nil && Reason(prev.Reason) == ReasonRolledBack:
+	case prev != nil && Reason(prev.Reason) == ReasonRolledBack && r.restoredAfterFailure():
 		return ReasonRolledBack, v1.ConditionFalse, prev.Message
 	case r.pol.Paused:
 		return ReasonPaused, v1.ConditionUnknown, fmt.Sprintf("revision %d is paused by %s; remove it or run `everynode rollout resume` to go on", rev, AnnotationPaused)
@@ -101,6 +103,18 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 		}
 	}
 	return ReasonRollingOut, v1.ConditionTrue, fmt.Sprintf("rolling out revision %d", rev)
+}
+
+// restoredAfterFailure reports whether the current revision is one a rollback
+// restored: the revision numbered just below it is the one that failed. Once another
+// template is applied, that no longer holds.
+func (r *rollout) restoredAfterFailure() bool {
+	for _, o := range r.old {
+		if _, _, failed := failedMark(o); failed && o.Revision == r.current.Revision-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyHold returns the one policy hold that every node still on an older revision

@@ -87,7 +87,12 @@ func decide(s *Snapshot) (Plan, *view) {
 	rolling := ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType
 	pol := ParsePolicy(ds.Annotations)
 	if rolling && pol.StableNewNodes {
-		v.stable = stableTemplate(ds, hp.old, claimed, v.updated)
+		if v.stable = stableTemplate(ds, hp.old, claimed, v.updated); v.stable != nil {
+			// Only the nodes the rollout holds get it (the partition aside, so no
+			// count is needed): a node it may update now, such as one whose old pod
+			// it deleted, gets the current template, or it would be emptied again.
+			v.stableGate = v.assess(&pol, hp.current, hp.old, rolloutSince(ds, s.Now), 0).gate
+		}
 	}
 	surge := allowsSurge(ds)
 	for _, n := range v.nodes {
@@ -98,7 +103,8 @@ func decide(s *Snapshot) (Plan, *view) {
 	// write has been seen, so its budget is computed from a settled state.
 	var cond *apps.DaemonSetCondition
 	concluded := false
-	if len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty() && rolling {
+	v.settled = len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty()
+	if v.settled && rolling {
 		if b, err := rollingBudget(ds, int(c.desired)); err != nil {
 			p = invalid(p, fmt.Sprintf("spec.updateStrategy.rollingUpdate: %v; fix the value to resume the update", err))
 		} else {

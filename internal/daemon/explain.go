@@ -18,12 +18,13 @@ type Report struct {
 	// it is not recorded yet).
 	Revision int64
 	Hash     string
-	// Progressing is the rollout's condition as the next sync would store it; nil
-	// when the DaemonSet has no rollout annotations or the sync would not assess it.
+	// Progressing is the rollout's condition as the next sync would store it (the
+	// stored one when that sync does not assess the rollout); nil when there is none.
 	Progressing *apps.DaemonSetCondition
 	// Problems are the rollout annotations that do not parse.
 	Problems []string
-	// Settled: no write is outstanding, so the rollout was assessed.
+	// Settled: no write is outstanding and the placement rules plan none, so a
+	// RollingUpdate is assessed (its own creates and deletes may follow).
 	Settled bool
 	// Nodes are in name order.
 	Nodes []NodeReport
@@ -61,7 +62,7 @@ type PodReport struct {
 // Explain reports, node by node, what Decide would decide and why.
 func Explain(s *Snapshot) Report {
 	p, v := decide(s)
-	r := Report{Hash: p.Hash, Events: p.Events, Settled: s.InFlight.Empty() && len(p.Creates) == 0 && len(p.Deletes) == 0}
+	r := Report{Hash: p.Hash, Events: p.Events, Settled: v != nil && v.settled}
 	pol := ParsePolicy(s.DaemonSet.Annotations)
 	r.Problems = pol.Problems
 	if p.Status != nil {

@@ -41,14 +41,19 @@ type gate struct {
 // openGate admits every node: upstream's RollingUpdate.
 func openGate() *gate { return &gate{updatable: -1} }
 
-// admits returns why node n may not be updated now, or "" if it may.
+// admits returns why node n may not be updated now, or "" if it may. A node that no
+// longer exists has no labels.
 func (g *gate) admits(n *nodeState) Reason {
+	var nodeLabels labels.Set
+	if n.node != nil {
+		nodeLabels = n.node.Labels
+	}
 	switch {
 	case g.hold != "":
 		return g.hold
-	case g.canary != nil && !g.canary.Matches(labels.Set(n.node.Labels)):
+	case g.canary != nil && !g.canary.Matches(nodeLabels):
 		return ReasonCanaryHeld
-	case g.waving && n.node.Labels[g.waveKey] != g.wave:
+	case g.waving && nodeLabels[g.waveKey] != g.wave:
 		return ReasonLaterWave
 	}
 	return ""
@@ -72,13 +77,14 @@ type wave struct {
 	nodes []*nodeState
 }
 
-// waves groups the nodes that should run the pod by the value of label key: the
+// waves groups the nodes that should run the pod (and, under a canary, match it) by
+// the value of label key: the
 // values named in order first, in that order, then the others sorted, then the nodes
 // without the label.
-func (v *view) waves(key string, order []string) []wave {
+func (v *view) waves(key string, order []string, canary labels.Selector) []wave {
 	byValue := map[string][]*nodeState{}
 	for _, n := range v.nodes {
-		if n.node == nil || !n.verdict.Run {
+		if n.node == nil || !n.verdict.Run || (canary != nil && !canary.Matches(labels.Set(n.node.Labels))) {
 			continue
 		}
 		val := n.node.Labels[key]
@@ -132,14 +138,15 @@ func (v *view) availableSince(pod *v1.Pod) (time.Time, bool) {
 	return availableAt(c, v.ds.Spec.MinReadySeconds), true
 }
 
-// setWaves points the gate at the first wave not yet done, holding everything while
+// setWaves points the gate at the first wave not yet done (among the canary nodes,
+// under a canary), holding everything while
 // the previous wave bakes for the wave pause.
 func (v *view) setWaves(g *gate, pol *Policy) {
 	if pol.WaveKey == "" {
 		return
 	}
 	var lastDone time.Time
-	for i, w := range v.waves(pol.WaveKey, pol.WaveOrder) {
+	for i, w := range v.waves(pol.WaveKey, pol.WaveOrder, g.canary) {
 		done, at := v.waveDone(w)
 		if done {
 			if at.After(lastDone) {

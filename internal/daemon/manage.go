@@ -61,9 +61,14 @@ func (v *view) manage(n *nodeState, surge bool, backoff map[string]time.Time, p 
 }
 
 // missingPod is the create for a node without a pod: from the current template, or
-// from the stable one when the rollout policy keeps joining nodes on it.
+// from the stable one when the rollout policy keeps joining nodes on it and holds
+// this node.
 func (v *view) missingPod(n *nodeState) PodCreate {
-	return PodCreate{Node: n.name, Reason: ReasonMissingPod, Template: v.stable}
+	c := PodCreate{Node: n.name, Reason: ReasonMissingPod}
+	if v.stable != nil && v.stableGate.admits(n) != "" {
+		c.Template = v.stable
+	}
+	return c
 }
 
 // pruneFinished plans the deletion of the node's failed and succeeded pods and returns

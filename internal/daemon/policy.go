@@ -34,8 +34,8 @@ const (
 	// MarkAvailable records when every pod of the revision was first seen available.
 	MarkAvailable = RolloutPrefix + "available-at"
 	// MarkFailed records that the revision's rollout failed, as
-	// "<DaemonSet generation>: <reason>". It holds the rollout only while the
-	// DaemonSet is still at that generation.
+	// "<revision number> <reason>: <message>". It holds the rollout only while the
+	// revision keeps that number.
 	MarkFailed = RolloutPrefix + "failed"
 )
 
@@ -111,7 +111,10 @@ func (p *Policy) parse(key, val string) error {
 		p.Partition = &v
 	case AnnotationCanary:
 		sel, err := labels.Parse(val)
-		if err != nil || val == "" {
+		switch {
+		case val == "":
+			return fmt.Errorf("want a node label selector such as canary=true")
+		case err != nil:
 			return fmt.Errorf("want a node label selector such as canary=true (%v)", err)
 		}
 		p.Canary = sel

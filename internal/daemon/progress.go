@@ -63,7 +63,9 @@ func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps
 	}
 	if reason, msg, ok := failedMark(current); ok {
 		r.failed, r.failMsg = reason, msg
-	} else if pol.watchesProgress() {
+	} else if _, released := current.Annotations[MarkAvailable]; pol.watchesProgress() && !released {
+		// Once available everywhere, a revision is released: a pod that restarts or
+		// goes unavailable later is an operational matter, not a failed rollout.
 		r.failed, r.failMsg, r.recheck = v.failure(pol, since)
 		r.fresh = r.failed != ""
 	}

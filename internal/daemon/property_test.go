@@ -36,6 +36,102 @@ func TestDecideInvariantsOnRandomClusters(t *testing.T) {
 	}
 }
 
+// The same over random rollout policies, which also must hold what they promise to.
+func TestDecideInvariantsWithRolloutPolicy(t *testing.T) {
+	for seed := uint64(1); seed <= propertyRuns/6; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0x9011))
+		s := randomSnapshot(r, seed%3 != 0)
+		ds := s.DaemonSet
+		if ds.Annotations == nil {
+			ds.Annotations = map[string]string{}
+		}
+		for _, kv := range [][2]string{
+			{AnnotationPaused, "true"}, {AnnotationPartition, fmt.Sprint(r.IntN(4))}, {AnnotationPartition, "50%"},
+			{AnnotationCanary, "zone=a"}, {AnnotationWaves, "zone"}, {AnnotationWaveOrder, "b"},
+			{AnnotationWavePause, "1m"}, {AnnotationNewNodes, NewNodesStable}, {AnnotationProgressDeadline, "1m"},
+			{AnnotationMaxRestarts, "0"}, {AnnotationOnFailure, OnFailureRollback}, {AnnotationPaused, "later"},
+		} {
+			if r.IntN(5) == 0 {
+				ds.Annotations[kv[0]] = kv[1]
+			}
+		}
+		if r.IntN(3) == 0 {
+			withProgressing(ReasonRollingOut, v1.ConditionTrue, t0.Add(-time.Duration(r.IntN(5))*time.Minute))(ds)
+		}
+		for _, rev := range s.Revisions {
+			if r.IntN(4) == 0 {
+				rev.Annotations = map[string]string{MarkFailed: fmt.Sprintf("%d ProgressDeadlineExceeded: x", rev.Revision)}
+			}
+		}
+		for _, pod := range s.Pods {
+			if r.IntN(6) == 0 {
+				withRestarts(0, 1)(pod)
+			}
+		}
+		before := deepCopySnapshot(s)
+		p := Decide(s)
+		if err := checkPlan(s, p); err != nil {
+			t.Fatalf("seed %d %v: %v", seed, ds.Annotations, err)
+		}
+		if !reflect.DeepEqual(before, deepCopySnapshot(s)) {
+			t.Fatalf("seed %d: Decide modified its snapshot", seed)
+		}
+		if again := Decide(s); !reflect.DeepEqual(p, again) {
+			t.Fatalf("seed %d: Decide is not deterministic", seed)
+		}
+		if err := checkPolicy(s, p); err != nil {
+			t.Fatalf("seed %d %v: %v", seed, ds.Annotations, err)
+		}
+		if rep := Explain(s); !reflect.DeepEqual(rep.Events, p.Events) {
+			t.Fatalf("seed %d: Explain records %v, Decide %v", seed, rep.Events, p.Events)
+		}
+	}
+}
+
+// checkPolicy checks that the rollout's own creates and deletes keep to the policy.
+func checkPolicy(s *Snapshot, p Plan) error {
+	pol := ParsePolicy(s.DaemonSet.Annotations)
+	held := pol.Paused || len(pol.Problems) > 0
+	for _, rev := range s.Revisions {
+		if _, _, failed := failedMark(rev); failed && pol.Set && rev.Labels[HashLabel] == p.Hash {
+			held = true
+		}
+	}
+	zone := map[string]string{}
+	for _, n := range s.Nodes {
+		zone[n.Name] = n.Labels["zone"]
+	}
+	var moved []string // the nodes the rollout updates
+	for _, c := range p.Creates {
+		if c.Reason == ReasonSurge {
+			moved = append(moved, c.Node)
+		}
+		if c.Template != nil && (!pol.StableNewNodes || c.Template.Labels[HashLabel] == p.Hash) {
+			return fmt.Errorf("create on %s from template %v", c.Node, c.Template.Labels)
+		}
+	}
+	for _, d := range p.Deletes {
+		if d.Reason == ReasonUpdate {
+			node, _ := TargetNode(d.Pod)
+			moved = append(moved, node)
+		}
+	}
+	for _, node := range moved {
+		switch {
+		case held:
+			return fmt.Errorf("held, yet node %s is updated", node)
+		case pol.Canary != nil && zone[node] != "a":
+			return fmt.Errorf("node %s is updated, not a canary", node)
+		case pol.WaveKey != "" && zone[node] != zone[moved[0]]:
+			return fmt.Errorf("nodes %v of several waves are updated", moved)
+		}
+	}
+	if p.Rollback != nil && (!pol.Rollback || len(pol.Problems) > 0) {
+		return fmt.Errorf("rollback to %s", p.Rollback.Name)
+	}
+	return nil
+}
+
 var randomTaints = []v1.Taint{
 	{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoSchedule},
 	{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoExecute},

@@ -92,7 +92,7 @@ func (v *view) rollOut(desired int, b budget, g *gate, p *Plan) {
 // Old pods that are unavailable anyway are replaced at once, if the gate admits them.
 func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 	unavailable := 0
-	var candidates []*nodeState
+	var candidates, broken []*nodeState
 	for _, n := range v.nodes {
 		if len(n.pods) == 0 && !n.verdict.Run {
 			continue
@@ -104,23 +104,28 @@ func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 		case cur != nil:
 			if !cur.available {
 				unavailable++
-				n.wait = ReasonNewPodUnavailable
+				n.waitForNewPod()
 			}
 		case !old.available:
 			unavailable++
-			if v.admit(n, g) {
-				p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
-			}
+			broken = append(broken, n)
 		default:
 			if n.wait = g.admits(n); n.wait == "" {
 				candidates = append(candidates, n)
 			}
 		}
 	}
+	// Node-name order here too: the partition may admit only some of them.
+	for _, n := range byName(broken) {
+		if v.admit(n, g) {
+			_, old, _ := v.podsOnNode(n)
+			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+		}
+	}
 	room := max(maxUnavailable-unavailable, 0)
 	for _, n := range byName(candidates) {
 		if room == 0 {
-			n.wait = ReasonBudgetFull
+			n.wait = budgetOrPartition(g)
 			continue
 		}
 		if v.admit(n, g) {
@@ -129,6 +134,15 @@ func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 			room--
 		}
 	}
+}
+
+// budgetOrPartition is why a node the budget has no room for waits: the partition,
+// when it would hold the node anyway.
+func budgetOrPartition(g *gate) Reason {
+	if !g.take() {
+		return ReasonPartitionHeld
+	}
+	return ReasonBudgetFull
 }
 
 // admit asks the gate, then the partition, whether node n may be updated now; if not,
@@ -152,7 +166,7 @@ func (v *view) admit(n *nodeState, g *gate) bool {
 // collector's: they are neither replaced nor counted as available.
 func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 	surging, available := 0, 0
-	var candidates, leaving []*nodeState
+	var candidates, leaving, broken []*nodeState
 	for _, n := range v.nodes {
 		if len(n.pods) == 0 || n.node == nil {
 			continue
@@ -172,16 +186,14 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 		switch {
 		case old == nil:
 			if cur != nil && !cur.available {
-				n.wait = ReasonNewPodUnavailable
+				n.waitForNewPod()
 			}
 		case cur == nil && !old.available:
 			if !n.verdict.Run {
 				p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
 				continue
 			}
-			if v.admit(n, g) {
-				p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
-			}
+			broken = append(broken, n)
 		case cur == nil:
 			if !n.verdict.Run {
 				leaving = append(leaving, n)
@@ -192,7 +204,7 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 			}
 		case !cur.available:
 			surging++
-			n.wait = ReasonNewPodUnavailable
+			n.waitForNewPod()
 		default:
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonSurgeDone})
 		}
@@ -203,16 +215,29 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
 		}
 	}
+	for _, n := range byName(broken) {
+		if v.admit(n, g) {
+			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+		}
+	}
 	room := max(maxSurge-surging, 0)
 	for _, n := range byName(candidates) {
 		if room == 0 {
-			n.wait = ReasonBudgetFull
+			n.wait = budgetOrPartition(g)
 			continue
 		}
 		if v.admit(n, g) {
 			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
 			room--
 		}
+	}
+}
+
+// waitForNewPod notes that the node waits for its new pod to become available, unless
+// it already waits for the back-off of its failed pod, which says more.
+func (n *nodeState) waitForNewPod() {
+	if n.wait != ReasonFailedPodBackoff {
+		n.wait = ReasonNewPodUnavailable
 	}
 }
 

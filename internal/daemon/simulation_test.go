@@ -41,6 +41,7 @@ type simCluster struct {
 	backoff  map[string]time.Time
 	failures map[string]int
 	eligible map[string]bool
+	joining  map[string]bool // nodes that joined and have had no available pod yet
 }
 
 func newSimCluster(seed uint64) *simCluster {
@@ -133,6 +134,14 @@ func (c *simCluster) apply(p Plan) {
 	if p.CreateRevision != nil {
 		c.revs = append(c.revs, p.CreateRevision)
 	}
+	for _, m := range p.MarkRevisions {
+		for i, r := range c.revs {
+			if r.Name == m.Revision.Name {
+				c.revs[i] = r.DeepCopy()
+				metav1.SetMetaDataAnnotation(&c.revs[i].ObjectMeta, m.Key, m.Value)
+			}
+		}
+	}
 	if p.Status != nil {
 		c.ds = c.ds.DeepCopy()
 		c.ds.Status = *p.Status
@@ -149,7 +158,11 @@ func (c *simCluster) apply(p Plan) {
 		}
 	}
 	for _, cr := range p.Creates {
-		pod := PodForNode(c.ds, p.Template, cr.Node)
+		tmpl := p.Template
+		if cr.Template != nil {
+			tmpl = cr.Template
+		}
+		pod := PodForNode(c.ds, tmpl, cr.Node)
 		c.add(pod)
 		if c.r.IntN(2) == 0 {
 			c.hidden[pod.Name] = true
@@ -215,7 +228,10 @@ func (c *simCluster) check() error {
 			}
 			continue
 		}
-		if !slices.ContainsFunc(pods, func(p *v1.Pod) bool { return IsAvailable(p, c.ds.Spec.MinReadySeconds, c.now) }) {
+		switch {
+		case slices.ContainsFunc(pods, func(p *v1.Pod) bool { return IsAvailable(p, c.ds.Spec.MinReadySeconds, c.now) }):
+			delete(c.joining, n.Name)
+		case !c.joining[n.Name]:
 			unavailable++
 		}
 		switch {
@@ -247,46 +263,70 @@ func (c *simCluster) converged(hash string) bool {
 	return true
 }
 
+// run syncs and advances the cluster until done, checking the rollout's promises, and
+// extra's when given, at every step (extra gets the step's Plan, nil when there was no
+// sync). It returns the current revision's hash.
+func (c *simCluster) run(t *testing.T, desc string, done func(hash string) bool, extra func(*Plan) error) string {
+	t.Helper()
+	var hash string
+	limit := c.step + 60 + 20*len(c.nodes)
+	for finished := false; !finished; {
+		if c.step > limit {
+			t.Fatalf("%s: no convergence after %d steps", desc, c.step)
+		}
+		var plan *Plan
+		if c.dirty || (!c.requeue.IsZero() && !c.now.Before(c.requeue)) {
+			s := c.snapshot()
+			p := Decide(s)
+			if err := checkPlan(s, p); err != nil {
+				t.Fatalf("%s, step %d: %v", desc, c.step, err)
+			}
+			hash = p.Hash
+			c.apply(p)
+			plan = &p
+		} else if c.requeue.IsZero() && !done(hash) {
+			t.Fatalf("%s, step %d: stalled: nothing changes and no look again is asked for", desc, c.step)
+		}
+		if err := c.check(); err != nil {
+			t.Fatalf("%s, step %d: %v", desc, c.step, err)
+		}
+		if extra != nil {
+			if err := extra(plan); err != nil {
+				t.Fatalf("%s, step %d: %v", desc, c.step, err)
+			}
+		}
+		finished = done(hash)
+		c.advance()
+	}
+	return hash
+}
+
+// settle checks that a converged cluster is updated everywhere, that its status says
+// so, and that nothing more is to be done. It returns the last Plan.
+func (c *simCluster) settle(t *testing.T, desc, hash string) Plan {
+	t.Helper()
+	if hash != hashOf(c.ds) {
+		t.Fatalf("%s: converged on %q, want the new template's %q", desc, hash, hashOf(c.ds))
+	}
+	c.now = c.now.Add(time.Minute)
+	p := Decide(c.snapshot())
+	want := int32(len(c.eligible))
+	st := c.ds.Status
+	if p.Status != nil {
+		st = *p.Status
+	}
+	if len(p.Creates)+len(p.Deletes) != 0 || st.UpdatedNumberScheduled != want || st.NumberAvailable != want || st.DesiredNumberScheduled != want {
+		t.Fatalf("%s: after convergence plan %v %v, status %+v", desc, createdOn(p), deletedNames(p), st)
+	}
+	return p
+}
+
 func TestRollingUpdateSimulation(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
 		c := newSimCluster(seed)
 		desc := fmt.Sprintf("seed %d (%d selected nodes, %+v, minReady %ds, caps %v, failures %v)",
 			seed, len(c.eligible), c.budget, c.ds.Spec.MinReadySeconds, c.caps, c.failRate > 0)
-		var hash string
-		for done := false; !done; {
-			if c.step > 60+20*len(c.nodes) {
-				t.Fatalf("%s: no convergence after %d steps", desc, c.step)
-			}
-			if c.dirty || (!c.requeue.IsZero() && !c.now.Before(c.requeue)) {
-				s := c.snapshot()
-				p := Decide(s)
-				if err := checkPlan(s, p); err != nil {
-					t.Fatalf("%s, step %d: %v", desc, c.step, err)
-				}
-				hash = p.Hash
-				c.apply(p)
-			} else if c.requeue.IsZero() && !c.converged(hash) {
-				t.Fatalf("%s, step %d: stalled: nothing changes and no look again is asked for", desc, c.step)
-			}
-			if err := c.check(); err != nil {
-				t.Fatalf("%s, step %d: %v", desc, c.step, err)
-			}
-			done = c.converged(hash)
-			c.advance()
-		}
-		if hash != hashOf(c.ds) {
-			t.Fatalf("%s: converged on %q, want the new template's %q", desc, hash, hashOf(c.ds))
-		}
-		// Once converged the status says so, and nothing more is to be done.
-		c.now = c.now.Add(time.Minute)
-		p := Decide(c.snapshot())
-		want := int32(len(c.eligible))
-		st := c.ds.Status
-		if p.Status != nil {
-			st = *p.Status
-		}
-		if len(p.Creates)+len(p.Deletes) != 0 || st.UpdatedNumberScheduled != want || st.NumberAvailable != want || st.DesiredNumberScheduled != want {
-			t.Fatalf("%s: after convergence plan %v %v, status %+v", desc, createdOn(p), deletedNames(p), st)
-		}
+		hash := c.run(t, desc, c.converged, nil)
+		c.settle(t, desc, hash)
 	}
 }
