@@ -114,6 +114,81 @@ func TestRolloutPolicyCrashLoopRollsBack(t *testing.T) {
 	t.Logf("Progressing went through %v, now %s: %s", seen, final.Reason, final.Message)
 }
 
+// With max-restarts and the default on-failure (pause), a pod of the new revision
+// that restarts too often fails the rollout at once: the revision is marked, every
+// other node keeps its pod, and `kubectl rollout undo` (a new current revision) lets
+// the controller replace the crash-looping pod.
+func TestRolloutPolicyRestartLimitPausesTheRollout(t *testing.T) {
+	ns := newNamespace(t)
+	pool := map[string]string{"e2e/pool": ns}
+	nodes := newNodes(t, 3, pool)
+	ds := daemonSet(ns, "agent", pool)
+	ds.Spec.MinReadySeconds = 3
+	ds.Annotations = map[string]string{"rollout.everynode.dev/max-restarts": "1"}
+	createDaemonSet(t, ds)
+	waitRolledOut(t, ns, "agent", 3)
+	rev1 := waitRevisionHash(t, ns, "agent", 1)
+
+	w := watchInvariants(t, ns, "app=agent", maxNodesWithoutReadyPod(nodes, 1), maxLivePodsPerNode(1))
+	updateDaemonSet(t, ns, "agent", func(ds *apps.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Image = imageV2
+		ds.Spec.Template.Annotations = map[string]string{nodesim.AnnotationRestartEvery: "1s"}
+	})
+	rev2 := waitRevisionHash(t, ns, "agent", 2)
+	cond := waitProgressing(t, env.client, ns, "agent", v1.ConditionFalse, "PodRestartLimitExceeded")
+	if !strings.Contains(cond.Message, "more than max-restarts 1") {
+		t.Errorf("PodRestartLimitExceeded message %q does not name the limit", cond.Message)
+	}
+	if ev := waitEvent(t, ns, "agent", "PodRestartLimitExceeded"); ev.Type != v1.EventTypeWarning {
+		t.Errorf("PodRestartLimitExceeded event is of type %s, want Warning", ev.Type)
+	}
+	if mark := revisionByHash(t, env.client, ns, "agent", rev2).Annotations[markFailed]; !strings.HasPrefix(mark, "2 PodRestartLimitExceeded: ") {
+		t.Errorf("revision 2 is marked %s=%q, want \"2 PodRestartLimitExceeded: ...\"", markFailed, mark)
+	}
+	// One node runs the crash-looping pod; the failure holds the other two.
+	var stuck string
+	held := map[string]types.UID{}
+	for node, pods := range mustDaemonPods(t, ns, "agent") {
+		if len(pods) != 1 {
+			t.Fatalf("node %s has %d pods, want 1", node, len(pods))
+		}
+		if pods[0].Labels[apps.ControllerRevisionHashLabelKey] == rev2 {
+			stuck = node
+		} else {
+			held[node] = pods[0].UID
+		}
+	}
+	if stuck == "" || len(held) != 2 {
+		t.Fatalf("want one pod of revision 2 and two of revision 1, got %v", podNames(mustDaemonPods(t, ns, "agent")))
+	}
+	consistently(t, "the failed rollout holds the other nodes", 4*time.Second, func(ctx context.Context) (bool, error) {
+		byNode, err := daemonPods(ctx, ns, "agent")
+		if err != nil {
+			return false, err
+		}
+		for node, uid := range held {
+			if pods := byNode[node]; len(pods) != 1 || pods[0].UID != uid || pods[0].DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+
+	kubectl(t, "rollout", "undo", "daemonset/agent", "-n", ns)
+	waitRolledOut(t, ns, "agent", 3)
+	w.stop(t)
+	byNode := mustDaemonPods(t, ns, "agent")
+	for node, uid := range held {
+		if pods := byNode[node]; len(pods) != 1 || pods[0].UID != uid {
+			t.Errorf("node %s already ran revision 1 but its pod was replaced: %v", node, podNames(byNode)[node])
+		}
+	}
+	if pods := byNode[stuck]; len(pods) != 1 || pods[0].Labels[apps.ControllerRevisionHashLabelKey] != rev1 {
+		t.Errorf("the crash-looping pod on %s was not replaced by one of revision 1: %v", stuck, podNames(byNode)[stuck])
+	}
+	waitProgressing(t, env.client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
+}
+
 // A canary selector updates only the nodes it matches; the other nodes keep their
 // very pods until the annotation goes, and then they are updated too.
 func TestRolloutPolicyCanaryWaitsForPromotion(t *testing.T) {
