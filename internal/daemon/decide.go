@@ -87,7 +87,9 @@ func decide(s *Snapshot) (Plan, *view) {
 	rolling := ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType
 	pol := ParsePolicy(ds.Annotations)
 	if rolling && pol.StableNewNodes {
-		v.stable = stableTemplate(ds, hp.old, claimed, v.updated)
+		if v.stable = stableTemplate(ds, hp.old, claimed, v.updated); v.stable != nil {
+			v.stableGate = v.newNodeGate(&pol, hp.current, hp.old, rolloutSince(ds, s.Now))
+		}
 	}
 	surge := allowsSurge(ds)
 	for _, n := range v.nodes {

@@ -34,11 +34,13 @@ type view struct {
 	// dupHashes are hashes of duplicate revisions of the current template: their
 	// pods run the current template and are being relabelled.
 	dupHashes map[string]bool
-	// stable, when set, is the template for nodes that join mid-rollout.
-	stable   *v1.PodTemplateSpec
-	now      time.Time
-	inflight InFlight
-	nodes    []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
+	// stable, when set, is the template for nodes that join mid-rollout, given to
+	// those that stableGate does not let the rollout update now.
+	stable     *v1.PodTemplateSpec
+	stableGate *gate
+	now        time.Time
+	inflight   InFlight
+	nodes      []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
 }
 
 // deleting reports whether pod is on its way out: marked for deletion, or deleted by
