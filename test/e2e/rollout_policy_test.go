@@ -234,6 +234,14 @@ func TestRolloutPolicyCanaryWaitsForPromotion(t *testing.T) {
 		return true, nil
 	})
 
+	// A node relabelled into the canary is updated, though its placement is the same.
+	kubectl(t, "label", "node", others[0], "e2e/canary=true")
+	waitStatus(t, ns, "agent", counts{desired: 5, current: 5, ready: 5, available: 5, updated: 3})
+	if pods := mustDaemonPods(t, ns, "agent")[others[0]]; len(pods) != 1 || pods[0].Labels[apps.ControllerRevisionHashLabelKey] != rev2 {
+		t.Errorf("node %s, relabelled into the canary, has pods %v, want one of revision 2", others[0], podNames(mustDaemonPods(t, ns, "agent"))[others[0]])
+	}
+	waitProgressing(t, env.client, ns, "agent", v1.ConditionTrue, "WaitingForPromotion")
+
 	kubectl(t, "annotate", "daemonset/agent", annCanary+"-", "-n", ns)
 	waitRolledOut(t, ns, "agent", 5)
 	w.stop(t)
@@ -261,10 +269,11 @@ func TestRolloutPolicyWavesGoZoneByZone(t *testing.T) {
 	}
 	ds := daemonSet(ns, "agent", map[string]string{"e2e/pool": ns})
 	ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptrIntOrString(intstr.FromInt32(2))
-	ds.Annotations = map[string]string{annWaves: "e2e/zone", annWaveOrder: "c,a"}
+	ds.Annotations = map[string]string{annWaves: "e2e/zone", annWaveOrder: "c,a", "rollout.everynode.dev/wave-pause": "2s"}
 	createDaemonSet(t, ds)
 	waitRolledOut(t, ns, "agent", 6)
 	rev1 := waitRevisionHash(t, ns, "agent", 1)
+	conds := watchProgressing(t, env.client, ns, "agent")
 
 	order := []string{"c", "a", "b"}
 	waves := &waveTracker{zoneOf: zoneOf, order: order, oldHash: rev1}
@@ -282,6 +291,44 @@ func TestRolloutPolicyWavesGoZoneByZone(t *testing.T) {
 	}
 	assertAllOnRevision(t, ns, "agent", nodes, rev1, rev2, imageV2)
 	waitProgressing(t, env.client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
+	// Between the waves, the wave pause shows in the condition.
+	seen := conds.stop()
+	if want := []string{"True/NewRevisionAvailable", "True/RollingOut", "True/WaitingForWave", "True/RollingOut", "True/WaitingForWave", "True/RollingOut", "True/NewRevisionAvailable"}; !slices.Equal(seen, want) {
+		t.Errorf("the Progressing condition went through %v, want %v", seen, want)
+	}
+}
+
+// With new-nodes: stable, a node that joins while a rollout is held gets the
+// revision the other nodes still run, and is updated with them once the hold ends.
+func TestRolloutPolicyNewNodeGetsStableRevision(t *testing.T) {
+	ns := newNamespace(t)
+	pool := map[string]string{"e2e/pool": ns}
+	nodes := newNodes(t, 2, pool)
+	ds := daemonSet(ns, "agent", pool)
+	ds.Annotations = map[string]string{"rollout.everynode.dev/new-nodes": "stable"}
+	createDaemonSet(t, ds)
+	waitRolledOut(t, ns, "agent", 2)
+	rev1 := waitRevisionHash(t, ns, "agent", 1)
+
+	updateDaemonSet(t, ns, "agent", func(ds *apps.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Image = imageV2
+		ds.Annotations[annPaused] = "true"
+	})
+	rev2 := waitRevisionHash(t, ns, "agent", 2)
+	waitProgressing(t, env.client, ns, "agent", v1.ConditionUnknown, "Paused")
+	joined := newNodes(t, 1, pool)[0]
+	waitStatus(t, ns, "agent", counts{desired: 3, current: 3, ready: 3, available: 3})
+	pod := mustDaemonPods(t, ns, "agent")[joined]
+	if len(pod) != 1 || pod[0].Labels[apps.ControllerRevisionHashLabelKey] != rev1 || pod[0].Spec.Containers[0].Image != imageV1 {
+		t.Fatalf("node %s joined during the paused rollout and got pods %v, want one of revision 1 (%s) with %s", joined, podNames(mustDaemonPods(t, ns, "agent"))[joined], rev1, imageV1)
+	}
+	if gen, ok := pod[0].Labels["pod-template-generation"]; ok && gen != "1" {
+		t.Errorf("the stable pod carries pod-template-generation %s, which would count it as current", gen)
+	}
+
+	updateDaemonSet(t, ns, "agent", func(ds *apps.DaemonSet) { delete(ds.Annotations, annPaused) })
+	waitRolledOut(t, ns, "agent", 3)
+	assertAllOnRevision(t, ns, "agent", append(nodes, joined), rev1, rev2, imageV2)
 }
 
 // A partition and a pause are read from the DaemonSet, not remembered by the
