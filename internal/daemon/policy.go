@@ -34,8 +34,9 @@ const (
 	// MarkAvailable records when every pod of the revision was first seen available.
 	MarkAvailable = RolloutPrefix + "available-at"
 	// MarkFailed records that the revision's rollout failed, as
-	// "<DaemonSet generation>: <reason>". It holds the rollout only while the
-	// DaemonSet is still at that generation.
+	// "<revision number> <reason>: <message>". It holds the rollout only while the
+	// revision keeps that number: a template changed away and back is renumbered,
+	// and tried again.
 	MarkFailed = RolloutPrefix + "failed"
 )
 
