@@ -85,7 +85,7 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 		return r.failed, v1.ConditionFalse, fmt.Sprintf("revision %d failed: %s; the rollout holds until the template changes or `everynode rollout resume` runs", rev, r.failMsg)
 	case complete:
 		return ReasonNewRevisionAvailable, v1.ConditionTrue, fmt.Sprintf("revision %d is available on every node", rev)
-	case prev != nil && Reason(prev.Reason) == ReasonRolledBack && r.restoredAfterFailure():
+	case prev != nil && Reason(prev.Reason) == ReasonRolledBack && r.restored():
 		return ReasonRolledBack, v1.ConditionFalse, prev.Message
 	case r.pol.Paused:
 		return ReasonPaused, v1.ConditionUnknown, fmt.Sprintf("revision %d is paused by %s; remove it or run `everynode rollout resume` to go on", rev, AnnotationPaused)
@@ -105,16 +105,15 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 	return ReasonRollingOut, v1.ConditionTrue, fmt.Sprintf("rolling out revision %d", rev)
 }
 
-// restoredAfterFailure reports whether the current revision is one a rollback
-// restored: the revision numbered just below it is the one that failed. Once another
-// template is applied, that no longer holds.
-func (r *rollout) restoredAfterFailure() bool {
-	for _, o := range r.old {
-		if _, _, failed := failedMark(o); failed && o.Revision == r.current.Revision-1 {
-			return true
-		}
+// restored reports whether the current revision is still the one a rollback restored:
+// the revision it replaced, the newest of the others, failed under its number. A
+// template pushed since is a rollout of its own, watched by the progress deadline again.
+func (r *rollout) restored() bool {
+	if len(r.old) == 0 {
+		return false
 	}
-	return false
+	_, _, failed := failedMark(r.old[len(r.old)-1])
+	return failed
 }
 
 // onlyHold returns the one policy hold that every node still on an older revision

@@ -88,10 +88,7 @@ func decide(s *Snapshot) (Plan, *view) {
 	pol := ParsePolicy(ds.Annotations)
 	if rolling && pol.StableNewNodes {
 		if v.stable = stableTemplate(ds, hp.old, claimed, v.updated); v.stable != nil {
-			// Only the nodes the rollout holds get it (the partition aside, so no
-			// count is needed): a node it may update now, such as one whose old pod
-			// it deleted, gets the current template, or it would be emptied again.
-			v.stableGate = v.assess(&pol, hp.current, hp.old, rolloutSince(ds, s.Now), 0).gate
+			v.stableGate = v.newNodeGate(&pol, hp.current, hp.old, rolloutSince(ds, s.Now))
 		}
 	}
 	surge := allowsSurge(ds)

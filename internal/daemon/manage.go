@@ -61,11 +61,12 @@ func (v *view) manage(n *nodeState, surge bool, backoff map[string]time.Time, p 
 }
 
 // missingPod is the create for a node without a pod: from the current template, or
-// from the stable one when the rollout policy keeps joining nodes on it and holds
-// this node.
+// from the stable one when the rollout policy keeps joining nodes on it and would not
+// update this node now. A node the rollout may update gets the current template: it
+// may be the very node whose old pod the rollout just deleted.
 func (v *view) missingPod(n *nodeState) PodCreate {
 	c := PodCreate{Node: n.name, Reason: ReasonMissingPod}
-	if v.stable != nil && v.stableGate.admits(n) != "" {
+	if v.stable != nil && (v.stableGate.admits(n) != "" || !v.stableGate.take()) {
 		c.Template = v.stable
 	}
 	return c

@@ -35,7 +35,8 @@ const (
 	MarkAvailable = RolloutPrefix + "available-at"
 	// MarkFailed records that the revision's rollout failed, as
 	// "<revision number> <reason>: <message>". It holds the rollout only while the
-	// revision keeps that number.
+	// revision keeps that number: a template changed away and back is renumbered,
+	// and tried again.
 	MarkFailed = RolloutPrefix + "failed"
 )
 

@@ -186,6 +186,31 @@ func rollbackTarget(old []*apps.ControllerRevision) *apps.ControllerRevision {
 	return newest
 }
 
+// newNodeGate is the gate a node without a pod meets under new-nodes: stable: it gets
+// the stable revision unless this gate admits it. The rollout's own gate is assessed
+// the same way, except that here nodes without a live pod count against the
+// partition as old ones: a node whose old pod the rollout deleted keeps the allowance
+// it was updated under, and a node that joins gets the stable revision only when the
+// partition would otherwise keep fewer nodes on older revisions than it asks.
+func (v *view) newNodeGate(pol *Policy, current *apps.ControllerRevision, old []*apps.ControllerRevision, since time.Time) *gate {
+	desired, podless := 0, 0
+	for _, n := range v.nodes {
+		if n.node == nil || !n.verdict.Run {
+			continue
+		}
+		desired++
+		if cur, old, ok := v.podsOnNode(n); ok && cur == nil && old == nil {
+			podless++
+		}
+	}
+	r := v.assess(pol, current, old, since, desired)
+	if pol.Partition != nil {
+		keep, _ := scaled(pol.Partition, desired)
+		r.gate.updatable = max(0, r.oldNodes+podless-keep)
+	}
+	return r.gate
+}
+
 // stableTemplate is the template a node that joins mid-rollout gets under
 // new-nodes: stable: that of the newest older revision some pod still runs. It is nil
 // when no pod runs an older revision, or its revision cannot be read.

@@ -34,8 +34,8 @@ type view struct {
 	// dupHashes are hashes of duplicate revisions of the current template: their
 	// pods run the current template and are being relabelled.
 	dupHashes map[string]bool
-	// stable, when set, is the template for nodes that join mid-rollout, on the
-	// nodes stableGate does not admit.
+	// stable, when set, is the template for nodes that join mid-rollout, given to
+	// those that stableGate does not let the rollout update now.
 	stable     *v1.PodTemplateSpec
 	stableGate *gate
 	now        time.Time

@@ -74,12 +74,18 @@ func TestTakeoverFromUpstreamRestartsNoPod(t *testing.T) {
 	}
 }
 
-// runSandbox starts a sandbox of its own (not the package's) and returns a stop
-// function and an admin client.
+// runSandbox starts a sandbox of its own (not the package's) with two nodes and
+// returns a stop function and an admin client.
 func runSandbox(t *testing.T, dir string, port int, controller string) (func(), kubernetes.Interface) {
 	t.Helper()
+	return runSandboxNodes(t, dir, port, controller, 2)
+}
+
+// runSandboxNodes is runSandbox with the given number of simulated nodes.
+func runSandboxNodes(t *testing.T, dir string, port int, controller string, nodes int) (func(), kubernetes.Interface) {
+	t.Helper()
 	cmd := exec.Command(env.binary, "sandbox", "--data-dir", dir, "--port", fmt.Sprint(port),
-		"--nodes", "2", "--controller", controller, "--pod-ready-delay", "200ms", "--pod-stop-delay", "200ms")
+		"--nodes", fmt.Sprint(nodes), "--controller", controller, "--pod-ready-delay", "200ms", "--pod-stop-delay", "200ms")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
