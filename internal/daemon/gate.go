@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -78,9 +80,7 @@ type wave struct {
 }
 
 // waves groups the nodes that should run the pod (and, under a canary, match it) by
-// the value of label key: the
-// values named in order first, in that order, then the others sorted, then the nodes
-// without the label.
+// the value of label key, in OrderWaves order.
 func (v *view) waves(key string, order []string, canary labels.Selector) []wave {
 	byValue := map[string][]*nodeState{}
 	for _, n := range v.nodes {
@@ -91,25 +91,34 @@ func (v *view) waves(key string, order []string, canary labels.Selector) []wave 
 		byValue[val] = append(byValue[val], n)
 	}
 	var out []wave
-	for _, val := range order {
-		if nodes, ok := byValue[val]; ok {
-			out = append(out, wave{val, nodes})
-			delete(byValue, val)
-		}
-	}
-	var rest []string
-	for val := range byValue {
-		if val != "" {
-			rest = append(rest, val)
-		}
-	}
-	slices.Sort(rest)
-	for _, val := range rest {
+	for _, val := range OrderWaves(slices.Collect(maps.Keys(byValue)), order) {
 		out = append(out, wave{val, byValue[val]})
 	}
-	if nodes, ok := byValue[""]; ok {
-		out = append(out, wave{"", nodes})
+	return out
+}
+
+// OrderWaves sorts wave label values in the order a rollout takes them: those named
+// in order (wave-order) first, in that order, then the others sorted, then "" (the
+// nodes without the label).
+func OrderWaves(values, order []string) []string {
+	rank := func(val string) (int, string) {
+		if i := slices.Index(order, val); i >= 0 {
+			return i, ""
+		}
+		if val == "" {
+			return len(order) + 1, ""
+		}
+		return len(order), val
 	}
+	out := slices.Clone(values)
+	slices.SortFunc(out, func(a, b string) int {
+		ra, ka := rank(a)
+		rb, kb := rank(b)
+		if ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(ka, kb)
+	})
 	return out
 }
 

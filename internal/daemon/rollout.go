@@ -115,22 +115,28 @@ func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 			}
 		}
 	}
-	// Node-name order here too: the partition may admit only some of them.
+	v.updateInOrder(broken, candidates, max(maxUnavailable-unavailable, 0), g, func(n *nodeState) {
+		_, old, _ := v.podsOnNode(n)
+		p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+	})
+}
+
+// updateInOrder updates the broken nodes (old pod unavailable anyway) the gate
+// admits, then as many candidates as the budget has room for, both in node-name
+// order: the partition may admit only some. Nodes left out are told why they wait.
+func (v *view) updateInOrder(broken, candidates []*nodeState, room int, g *gate, update func(*nodeState)) {
 	for _, n := range byName(broken) {
 		if v.admit(n, g) {
-			_, old, _ := v.podsOnNode(n)
-			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+			update(n)
 		}
 	}
-	room := max(maxUnavailable-unavailable, 0)
 	for _, n := range byName(candidates) {
 		if room == 0 {
 			n.wait = budgetOrPartition(g)
 			continue
 		}
 		if v.admit(n, g) {
-			_, old, _ := v.podsOnNode(n)
-			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+			update(n)
 			room--
 		}
 	}
@@ -215,22 +221,9 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: n.verdict.Reason})
 		}
 	}
-	for _, n := range byName(broken) {
-		if v.admit(n, g) {
-			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
-		}
-	}
-	room := max(maxSurge-surging, 0)
-	for _, n := range byName(candidates) {
-		if room == 0 {
-			n.wait = budgetOrPartition(g)
-			continue
-		}
-		if v.admit(n, g) {
-			p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
-			room--
-		}
-	}
+	v.updateInOrder(broken, candidates, max(maxSurge-surging, 0), g, func(n *nodeState) {
+		p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
+	})
 }
 
 // waitForNewPod notes that the node waits for its new pod to become available, unless

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -59,24 +60,8 @@ func Waves(r daemon.Report, pol daemon.Policy) []Counts {
 		c.add(n)
 	}
 	var out []Counts
-	for _, w := range pol.WaveOrder {
-		if c := byWave[w]; c != nil {
-			out = append(out, *c)
-			delete(byWave, w)
-		}
-	}
-	var rest []string
-	for w := range byWave {
-		if w != "" {
-			rest = append(rest, w)
-		}
-	}
-	slices.Sort(rest)
-	for _, w := range rest {
+	for _, w := range daemon.OrderWaves(slices.Collect(maps.Keys(byWave)), pol.WaveOrder) {
 		out = append(out, *byWave[w])
-	}
-	if c := byWave[""]; c != nil {
-		out = append(out, *c)
 	}
 	return out
 }
