@@ -51,31 +51,11 @@ func newNamespace(t *testing.T) string {
 // not-ready taint.
 func newNodes(t *testing.T, n int, labels map[string]string) []string {
 	t.Helper()
-	ctx := context.Background()
-	var names []string
-	for range n {
-		name := "e2e-node-" + strings.ToLower(rand.String(6))
-		l := map[string]string{nodesim.LabelSimulated: "true", v1.LabelHostname: name}
-		for k, v := range labels {
-			l[k] = v
-		}
-		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
-		if _, err := env.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating node: %v", err)
-		}
-		names = append(names, name)
-		t.Cleanup(func() { _ = env.client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	sets := make([]map[string]string, n)
+	for i := range sets {
+		sets[i] = labels
 	}
-	waitFor(t, "new nodes Ready and untainted", func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			node, err := env.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodesim.Usable(node) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	return names
+	return newNodesLabelled(t, sets)
 }
 
 // waitNodesReady waits until at least n nodes are Ready with no not-ready taint.

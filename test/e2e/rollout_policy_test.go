@@ -108,7 +108,7 @@ func TestRolloutPolicyCrashLoopRollsBack(t *testing.T) {
 	if i := slices.Index(seen, "False/RolledBack"); i >= 0 && slices.Index(seen, "True/RollingOut") > i {
 		t.Errorf("the Progressing condition went through %v: rolling out again after the rollback", seen)
 	}
-	if ev := waitEvent(t, ns, "agent", "RolledBack"); ev.Type != v1.EventTypeWarning || !strings.Contains(ev.Message, "rolled back to revision 1") {
+	if ev := waitEvent(t, ns, "agent", "RolledBack"); ev.Type != v1.EventTypeWarning || !strings.Contains(ev.Message, "rolled back to the template of revision 1") {
 		t.Errorf("RolledBack event: %s %q, want a Warning naming revision 1", ev.Type, ev.Message)
 	}
 	t.Logf("Progressing went through %v, now %s: %s", seen, final.Reason, final.Message)
