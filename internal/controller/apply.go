@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -123,9 +125,11 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status
 	next.Status = *status
 	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
-			// A newer DaemonSet is on its way to the cache; its update event
-			// brings the key back with the data this write lacked.
-			klog.FromContext(ctx).V(4).Info("Status write conflicted; waiting for the newer DaemonSet")
+			// A newer DaemonSet is on its way to the cache. Its update event may
+			// change only the status (an earlier write of ours), which wakes
+			// nothing, so look again shortly.
+			klog.FromContext(ctx).V(4).Info("Status write conflicted; looking again once the cache has the newer DaemonSet")
+			c.queue.AddAfter(cache.MetaObjectToName(ds).String(), statusConflictDelay)
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
@@ -133,6 +137,10 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status
 	c.metrics.observeStatus(ds, status)
 	return nil
 }
+
+// statusConflictDelay is how long after a status write conflict the DaemonSet is
+// looked at again: about the time the cache takes to catch up.
+const statusConflictDelay = 50 * time.Millisecond
 
 // preconditionUID makes a delete apply only to the object with that UID, never to a
 // namesake created since the cache last saw it.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"reflect"
 
 	apps "k8s.io/api/apps/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/everynode/everynode/internal/daemon"
 )
@@ -48,6 +50,10 @@ func (c *Controller) daemonSetHandler(logger klog.Logger) cache.ResourceEventHan
 				// Deleted and recreated under the same name between two watches.
 				c.forgetDaemonSet(old)
 			}
+			if statusOnly(old, cur) {
+				logger.V(5).Info("DaemonSet status changed; nothing to do", "daemonset", klog.KObj(cur))
+				return
+			}
 			c.enqueue(cur)
 		},
 		DeleteFunc: func(obj interface{}) {
@@ -60,6 +66,17 @@ func (c *Controller) daemonSetHandler(logger klog.Logger) cache.ResourceEventHan
 			c.enqueue(ds)
 		},
 	}
+}
+
+// statusOnly reports whether an update changed nothing but the DaemonSet's status,
+// such as the controller's own status writes: a sync would find nothing new. A new
+// collision count does need one (the next revision needs a new name), and a resync
+// (same resourceVersion) is passed on as the safety net it is meant to be.
+func statusOnly(old, cur *apps.DaemonSet) bool {
+	return old.ResourceVersion != cur.ResourceVersion && old.UID == cur.UID &&
+		old.Generation == cur.Generation && cur.DeletionTimestamp.Equal(old.DeletionTimestamp) &&
+		maps.Equal(old.Annotations, cur.Annotations) && maps.Equal(old.Labels, cur.Labels) &&
+		ptr.Equal(old.Status.CollisionCount, cur.Status.CollisionCount)
 }
 
 func (c *Controller) forgetDaemonSet(ds *apps.DaemonSet) {

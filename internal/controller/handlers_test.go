@@ -143,3 +143,40 @@ func TestNodeHandler_AddAndDeleteWakeDaemonSetsThatWantTheNode(t *testing.T) {
 		t.Errorf("deleting an unlabelled node queued %v, want %v", got, want)
 	}
 }
+
+// A DaemonSet update that changes only its status (the controller's own status
+// writes) wakes nothing; a change of annotations, generation or collision count does,
+// and so does a resync.
+func TestDaemonSetHandler_StatusOnlyUpdatesWakeNothing(t *testing.T) {
+	base := newDaemonSet("agent")
+	base.UID, base.ResourceVersion = "uid-agent", "1"
+	c := newIdleController(t, base)
+	h := c.daemonSetHandler(testr.New(t))
+	tests := []struct {
+		name   string
+		change func(*apps.DaemonSet)
+		wake   bool
+	}{
+		{name: "status counters", change: func(ds *apps.DaemonSet) { ds.Status.NumberReady = 3 }},
+		{name: "status conditions", change: func(ds *apps.DaemonSet) {
+			ds.Status.Conditions = []apps.DaemonSetCondition{{Type: "Progressing", Status: v1.ConditionTrue}}
+		}},
+		{name: "collision count", change: func(ds *apps.DaemonSet) { ds.Status.CollisionCount = new(int32) }, wake: true},
+		{name: "annotation", change: func(ds *apps.DaemonSet) { ds.Annotations["rollout.everynode.dev/paused"] = "true" }, wake: true},
+		{name: "generation", change: func(ds *apps.DaemonSet) { ds.Generation++ }, wake: true},
+		{name: "being deleted", change: func(ds *apps.DaemonSet) { now := metav1.Now(); ds.DeletionTimestamp = &now }, wake: true},
+		{name: "resync", change: func(ds *apps.DaemonSet) { ds.ResourceVersion = "1" }, wake: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := base.DeepCopy()
+			cur.ResourceVersion = "2"
+			tt.change(cur)
+			h.OnUpdate(base, cur)
+			got := queued(c)
+			if woke := len(got) == 1; woke != tt.wake {
+				t.Errorf("queued %v after a %s change; want a wake: %v", got, tt.name, tt.wake)
+			}
+		})
+	}
+}
