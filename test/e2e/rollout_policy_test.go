@@ -793,6 +793,7 @@ func samePodUIDs(ctx context.Context, client kubernetes.Interface, ns string, wa
 // --controller=none, which a test kills and starts again.
 type controllerProcess struct {
 	kubeconfig, logs string
+	args             []string // more flags
 	runs             int
 	cmd              *exec.Cmd
 	synced           chan string // DaemonSet keys the current run logged a sync of
@@ -806,7 +807,7 @@ func (c *controllerProcess) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	// -v=4 logs every sync, so the test knows when the new process has looked.
-	c.cmd = exec.Command(env.binary, "controller", "--kubeconfig", c.kubeconfig, "--metrics-addr", "0", "-v", "4")
+	c.cmd = exec.Command(env.binary, append([]string{"controller", "--kubeconfig", c.kubeconfig, "--metrics-addr", "0", "-v", "4"}, c.args...)...)
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
