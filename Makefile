@@ -2,14 +2,15 @@
 GO ?= go
 
 # Packages that do not link the upstream control plane.
-UNIT_PKGS := ./internal/daemon/... ./internal/controller/... ./internal/nodesim/... ./internal/inspect/...
+UNIT_PKGS := ./internal/daemon/... ./internal/controller/... ./internal/nodesim/... ./internal/inspect/... \
+	./internal/bench/... ./internal/component/...
 LIGHT_PKGS := $(UNIT_PKGS) ./test/... ./bench/...
 # Packages that embed kube-apiserver, kube-scheduler, kube-controller-manager and
 # kubectl: their first build takes 15-20 minutes on a 2-core machine, and vetting them
 # as much again (go vet analyses every dependency).
 SANDBOX_PKGS := ./cmd/... ./internal/sandbox/...
 
-.PHONY: build sandbox test vet unit race e2e vet-sandbox
+.PHONY: build sandbox test vet unit race e2e vet-sandbox bench-smoke
 build:
 	$(GO) build -o bin/everynode ./cmd/everynode
 
@@ -37,3 +38,9 @@ e2e:
 
 vet-sandbox:
 	$(GO) vet $(SANDBOX_PKGS)
+
+# A quick end-to-end run of the benchmark (docs/benchmarks.md): two scenarios at 100
+# nodes, each with kube-controller-manager's DaemonSet controller and with everynode,
+# on fresh sandboxes. About three minutes after the build; fails if any run fails.
+bench-smoke: build
+	bin/everynode bench --scenarios create,rolling --nodes 100

@@ -8,7 +8,7 @@ import (
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/everynode/everynode/internal/sandbox"
+	"github.com/everynode/everynode/internal/component"
 )
 
 // newComponentCommand runs one upstream control plane component. The sandbox starts
@@ -16,7 +16,7 @@ import (
 // handling and global registries as it expects to.
 func newComponentCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:                sandbox.ComponentCommand + " kube-apiserver|kube-scheduler|kube-controller-manager [flags]",
+		Use:                component.Command + " kube-apiserver|kube-scheduler|kube-controller-manager [flags]",
 		Short:              "Run an upstream control plane component (used by the sandbox)",
 		Hidden:             true,
 		DisableFlagParsing: true,

@@ -27,7 +27,7 @@ controller wherever users, kubectl and the scheduler can see it.`,
 		}
 	})
 	root.AddCommand(newControllerCommand(), newSandboxCommand(), newKubectlCommand(), newComponentCommand(),
-		newRolloutCommand(), newExplainCommand())
+		newRolloutCommand(), newExplainCommand(), newBenchCommand())
 	// The embedded control plane registers a process-wide --version flag (its own
 	// version, not ours), which cobra would list on every command.
 	if f := pflag.CommandLine.Lookup("version"); f != nil {

@@ -3,54 +3,20 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
-	"k8s.io/klog/v2"
+	"github.com/everynode/everynode/internal/component"
 )
 
 // ComponentCommand is the hidden command of this binary that runs a control plane
 // component in a child process: `<binary> component <name> <flags...>`.
-const ComponentCommand = "component"
+const ComponentCommand = component.Command
 
-// child is a control plane component running in a child process.
-type child struct {
-	name string
-	cmd  *exec.Cmd
-	done chan error
-	// stateless children keep nothing worth a graceful exit and are killed at once.
-	stateless bool
-}
-
-// startChild re-executes this binary as component, under name, with its output in
-// the sandbox's log directory (logs/<name>.log). The child is killed if this process
-// dies.
-func startChild(ctx context.Context, p paths, name, component string, args []string) (*child, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this binary to run %s: %w", name, err)
-	}
-	logFile, err := os.OpenFile(p.logs(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
-	}
-	cmd := exec.Command(self, append([]string{ComponentCommand, component}, args...)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	c := &child{name: name, cmd: cmd, done: make(chan error, 1)}
-	go func() {
-		c.done <- cmd.Wait()
-		logFile.Close()
-	}()
-	klog.FromContext(ctx).V(2).Info("Started component", "component", name, "pid", cmd.Process.Pid, "args", strings.Join(args, " "))
-	return c, nil
+// startChild starts a component under name, with its output in the sandbox's log
+// directory (logs/<name>.log). The child is killed if this process dies.
+func startChild(ctx context.Context, p paths, name, comp string, args []string) (*component.Child, error) {
+	return component.Start(ctx, name, comp, args, p.logs(name))
 }
 
 // stopGrace is how long children get to exit after SIGTERM before they are killed.
@@ -59,26 +25,7 @@ const stopGrace = 10 * time.Second
 // stopChildren asks every child to exit at once and waits for them, killing those
 // still running after stopGrace. Stateless children (the scheduler and the controller
 // manager, which take long to drain and lose nothing) are killed outright.
-func stopChildren(children []*child) {
-	for _, c := range children {
-		sig := syscall.SIGTERM
-		if c.stateless {
-			sig = syscall.SIGKILL
-		}
-		_ = c.cmd.Process.Signal(sig)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
-	defer cancel()
-	for _, c := range children {
-		select {
-		case err := <-c.done:
-			c.done <- err
-		case <-ctx.Done():
-			_ = c.cmd.Process.Kill()
-			c.done <- <-c.done
-		}
-	}
-}
+func stopChildren(children []*component.Child) { component.StopAll(children, stopGrace) }
 
 // apiserverArgs are kube-apiserver's flags for the sandbox.
 func apiserverArgs(cfg Config, p paths, cr credentials, etcdURL string) []string {
@@ -140,19 +87,7 @@ func controllerManagerArgs(cr credentials, kubeconfig string) []string {
 // process of its own with kube-controller-manager's default client rate limits, so
 // it behaves as it does in a stock cluster and its cost can be measured apart.
 func upstreamDaemonSetArgs(kubeconfig string) []string {
-	return append(clientComponentArgs(kubeconfig), "--use-service-account-credentials=false", "--controllers=daemonset-controller")
+	return component.UpstreamDaemonSetArgs(kubeconfig)
 }
 
-// clientComponentArgs are the flags every component that talks to the API server
-// shares: the admin kubeconfig for everything, no leader election (there is one of
-// each) and no serving port of its own.
-func clientComponentArgs(kubeconfig string) []string {
-	return []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--v=0",
-	}
-}
+func clientComponentArgs(kubeconfig string) []string { return component.ClientArgs(kubeconfig) }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/everynode/everynode/internal/component"
 	"github.com/everynode/everynode/internal/controller"
 	"github.com/everynode/everynode/internal/nodesim"
 )
@@ -58,7 +59,7 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	if err != nil {
 		return err
 	}
-	children := []*child{apiserver}
+	children := []*component.Child{apiserver}
 	defer func() { stopChildren(children) }()
 	restCfg := restConfig(server, cr)
 	client, err := kubernetes.NewForConfig(restCfg)
@@ -76,20 +77,20 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	if err != nil {
 		return err
 	}
-	scheduler.stateless = true
+	scheduler.Stateless = true
 	children = append(children, scheduler)
 	kcm, err := startChild(ctx, p, "kube-controller-manager", "kube-controller-manager", controllerManagerArgs(cr, kubeconfig))
 	if err != nil {
 		return err
 	}
-	kcm.stateless = true
+	kcm.Stateless = true
 	children = append(children, kcm)
 	if cfg.Controller == ControllerUpstream {
 		ds, err := startChild(ctx, p, "daemonset-controller", "kube-controller-manager", upstreamDaemonSetArgs(kubeconfig))
 		if err != nil {
 			return err
 		}
-		ds.stateless = true
+		ds.Stateless = true
 		children = append(children, ds)
 	}
 	logger.V(1).Info("Control plane up", "elapsed", time.Since(start).Round(time.Millisecond))
@@ -131,23 +132,21 @@ func runController(ctx context.Context, restCfg *rest.Config, workers int) error
 }
 
 // watchChild turns a component's unexpected exit into the sandbox's error.
-func watchChild(ctx context.Context, c *child, p paths) error {
+func watchChild(ctx context.Context, c *component.Child, p paths) error {
 	select {
-	case err := <-c.done:
-		c.done <- err // let stopChildren see it too
-		return fmt.Errorf("%s exited (%v); see %s", c.name, err, p.logs(c.name))
+	case <-c.Exited():
+		return fmt.Errorf("%s exited (%v); see %s", c.Name, c.Err(), p.logs(c.Name))
 	case <-ctx.Done():
 		return nil
 	}
 }
 
 // waitServing waits until the API server answers /readyz.
-func waitServing(ctx context.Context, client kubernetes.Interface, apiserver *child, p paths) error {
+func waitServing(ctx context.Context, client kubernetes.Interface, apiserver *component.Child, p paths) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
-		case err := <-apiserver.done:
-			apiserver.done <- err
-			return false, fmt.Errorf("kube-apiserver exited (%v); see %s", err, p.logs("kube-apiserver"))
+		case <-apiserver.Exited():
+			return false, fmt.Errorf("kube-apiserver exited (%v); see %s", apiserver.Err(), p.logs("kube-apiserver"))
 		default:
 		}
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()

@@ -1,0 +1,389 @@
+// Package bench is `everynode bench`: it runs DaemonSet scenarios on fresh sandboxes,
+// once with kube-controller-manager's DaemonSet controller and once with everynode's,
+// each in a process of its own behind a counting proxy, and prints one table of what
+// each cost.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Options configure a benchmark run: the typed form of `everynode bench`'s flags.
+type Options struct {
+	// Binary is the everynode binary, run as the sandbox and the controllers.
+	Binary      string
+	Scenarios   []string
+	Controllers []string
+	// QPS and Burst are both controllers' client rate limit; QPS <= 0 lifts it.
+	QPS   float32
+	Burst int
+
+	Nodes int
+
+	ChurnNodes       int
+	ChurnDaemonSets  int
+	ChurnRate        int
+	ChurnDuration    time.Duration
+	ChurnAddNodes    int
+	SteadyNodes      int
+	SteadyDaemonSets int
+	SteadyPercent    int
+
+	FloorPods     int
+	FloorParallel int
+
+	PodReadyDelay time.Duration
+	PodStopDelay  time.Duration
+	Timeout       time.Duration
+	WorkDir       string
+	Keep          bool
+	ByResource    bool
+	// Command is the command line, printed above the table.
+	Command string
+}
+
+// DefaultOptions fit a 2-core machine.
+func DefaultOptions() Options {
+	return Options{
+		Scenarios:        ScenarioNames(),
+		Controllers:      []string{Upstream, EveryNode},
+		QPS:              20,
+		Burst:            30,
+		Nodes:            1000,
+		ChurnNodes:       2000,
+		ChurnDaemonSets:  20,
+		ChurnRate:        50,
+		ChurnDuration:    60 * time.Second,
+		ChurnAddNodes:    200,
+		SteadyNodes:      250,
+		SteadyDaemonSets: 20,
+		SteadyPercent:    10,
+		FloorPods:        1000,
+		FloorParallel:    16,
+		PodReadyDelay:    time.Second,
+		PodStopDelay:     time.Second,
+		Timeout:          30 * time.Minute,
+	}
+}
+
+// Validate reports the first invalid option.
+func (o *Options) Validate() error {
+	known := map[string]bool{}
+	for _, s := range ScenarioNames() {
+		known[s] = true
+	}
+	for _, s := range o.Scenarios {
+		if !known[s] {
+			return fmt.Errorf("unknown scenario %q; choose from %s", s, strings.Join(ScenarioNames(), ", "))
+		}
+	}
+	if len(o.Scenarios) == 0 {
+		return fmt.Errorf("--scenarios names none")
+	}
+	for _, c := range o.Controllers {
+		if c != Upstream && c != EveryNode {
+			return fmt.Errorf("unknown controller %q; use %s and/or %s", c, Upstream, EveryNode)
+		}
+	}
+	switch {
+	case len(o.Controllers) == 0:
+		return fmt.Errorf("--controllers names none")
+	case o.Burst < 0:
+		return fmt.Errorf("--kube-api-burst must not be negative")
+	case o.QPS > 0 && o.Burst < 1:
+		return fmt.Errorf("--kube-api-burst must be at least 1 with a --kube-api-qps")
+	case o.Nodes < 1 || o.ChurnNodes < 1 || o.SteadyNodes < 1:
+		return fmt.Errorf("node counts must be at least 1")
+	case o.ChurnDaemonSets < 1 || o.SteadyDaemonSets < 1:
+		return fmt.Errorf("DaemonSet counts must be at least 1")
+	case o.ChurnRate < 1 || o.ChurnDuration < time.Second || o.ChurnAddNodes < 0:
+		return fmt.Errorf("--churn-rate must be at least 1, --churn-duration at least 1s, --churn-add-nodes not negative")
+	case o.SteadyPercent < 1 || o.SteadyPercent > 100:
+		return fmt.Errorf("--steady-flip-percent must be between 1 and 100")
+	case o.FloorPods < 1 || o.FloorParallel < 1:
+		return fmt.Errorf("--floor-pods and --floor-parallelism must be at least 1")
+	case o.Timeout <= 0:
+		return fmt.Errorf("--timeout must be positive")
+	}
+	return nil
+}
+
+// Run runs every selected scenario with every selected controller and writes the
+// table to out; progress goes to progress as it happens.
+func Run(ctx context.Context, o Options, out, progress io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.Binary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Binary = self
+	}
+	work, err := os.MkdirTemp(o.WorkDir, "everynode-bench-")
+	if err != nil {
+		return err
+	}
+	if !o.Keep {
+		defer os.RemoveAll(work)
+	}
+	started := time.Now()
+	table := Table{Controllers: o.Controllers}
+	detail := Table{Controllers: o.Controllers}
+	var durations []string
+	failed := 0
+	for _, name := range o.Scenarios {
+		sc := scenarioByName(name, o)
+		res := Result{Scenario: sc.title}
+		det := Result{Scenario: sc.title}
+		for _, ctrl := range o.Controllers {
+			logf := func(format string, args ...any) {
+				fmt.Fprintf(progress, "%s [%s %s] %s\n", time.Now().Format("15:04:05"), name, ctrl, fmt.Sprintf(format, args...))
+			}
+			dir := filepath.Join(work, name+"-"+ctrl)
+			t0 := time.Now()
+			run, counts := runOne(ctx, o, sc, ctrl, dir, logf)
+			took := time.Since(t0).Round(time.Second)
+			durations = append(durations, fmt.Sprintf("%s/%s %v", name, ctrl, took))
+			if run.Err != nil {
+				failed++
+				logf("FAILED after %v: %v (files in %s)", took, run.Err, dir)
+			} else {
+				logf("done in %v", took)
+			}
+			res.Runs = append(res.Runs, run)
+			det.Runs = append(det.Runs, RunMetrics{Controller: ctrl, Metrics: countsByResource(counts), Err: run.Err})
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		table.Results = append(table.Results, res)
+		detail.Results = append(detail.Results, det)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintf(out, "everynode bench, %s; %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"), machine())
+	if o.Command != "" {
+		fmt.Fprintf(out, "    %s\n\n", o.Command)
+	}
+	fmt.Fprintf(out, "Both controllers: client rate limit %s, 2 DaemonSets synced at a time, each in its own process behind a counting proxy.\n\n", limitText(o.QPS, o.Burst))
+	fmt.Fprint(out, table.Markdown())
+	if o.ByResource {
+		fmt.Fprintf(out, "\nAPI requests of the measured phase by verb and resource:\n\n")
+		fmt.Fprint(out, detail.Markdown())
+	}
+	fmt.Fprintf(out, "\nRuns (sandbox start to stop): %s; all: %v.\n", strings.Join(durations, ", "), time.Since(started).Round(time.Second))
+	if o.Keep {
+		fmt.Fprintf(out, "Sandbox data and logs kept in %s\n", work)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d run(s) failed", failed)
+	}
+	return nil
+}
+
+func limitText(qps float32, burst int) string {
+	if qps <= 0 {
+		return "none (unlimited QPS)"
+	}
+	return fmt.Sprintf("QPS %g, burst %d", qps, burst)
+}
+
+// machine describes the machine: CPUs and memory.
+func machine() string {
+	mem := "memory unknown"
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if b := statusBytes(string(data), "MemTotal:"); b > 0 {
+			mem = fmt.Sprintf("%.1f GiB memory", float64(b)/(1<<30))
+		}
+	}
+	return fmt.Sprintf("%d CPUs (nproc), %s, %s/%s", runtime.NumCPU(), mem, runtime.GOOS, runtime.GOARCH)
+}
+
+// countsByResource turns request counts into metrics: per verb and resource, the
+// requests, the errors and the bytes of the responses.
+func countsByResource(c Counts) []Metric {
+	var out []Metric
+	for _, k := range c.Keys() {
+		t := c[k]
+		if t == (Tally{}) {
+			continue
+		}
+		name := k.Verb + " " + k.Resource
+		out = append(out,
+			Metric{Name: name, Unit: Count, Value: float64(t.Requests), OmitIfZero: true},
+			Metric{Name: name + ": errors", Unit: Count, Value: float64(t.Errors), OmitIfZero: true},
+			Metric{Name: name + ": responses (MiB)", Unit: Bytes, Value: float64(t.Bytes)})
+	}
+	return out
+}
+
+// runCtx is one scenario run with one controller: its sandbox, proxy and controller,
+// and the metrics gathered so far.
+type runCtx struct {
+	ctx     context.Context
+	o       Options
+	sb      *Sandbox
+	proxy   *Proxy
+	ctrl    *ControllerProcess
+	w       *watcher
+	rate    float64 // pods a second the API server created for a plain client
+	metrics []Metric
+	// measured are the requests of the scenario's measured phase.
+	measured Counts
+	logf     func(string, ...any)
+}
+
+func (r *runCtx) add(m Metric) { r.metrics = append(r.metrics, m) }
+
+// runOne runs one scenario with one controller on a fresh sandbox in dir.
+func runOne(ctx context.Context, o Options, sc scenario, ctrl, dir string, logf func(string, ...any)) (RunMetrics, Counts) {
+	r := &runCtx{ctx: ctx, o: o, logf: logf}
+	err := r.run(sc, ctrl, dir)
+	return RunMetrics{Controller: ctrl, Metrics: r.metrics, Err: err}, r.measured
+}
+
+func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
+	ctx := r.ctx
+	t0 := time.Now()
+	r.sb, err = StartSandbox(ctx, SandboxOptions{Binary: r.o.Binary, Dir: dir, Nodes: sc.nodes,
+		PodReadyDelay: r.o.PodReadyDelay, PodStopDelay: r.o.PodStopDelay})
+	if err != nil {
+		return err
+	}
+	defer r.sb.Stop()
+	r.logf("sandbox with %d nodes ready in %v", sc.nodes, time.Since(t0).Round(100*time.Millisecond))
+
+	if r.rate, err = measureCreateRate(ctx, r.sb.Client, r.o.FloorPods, r.o.FloorParallel); err != nil {
+		return fmt.Errorf("measuring the API server's pod create rate: %w", err)
+	}
+	r.logf("API server creates %.0f pods/s for a plain client (%d pods, %d in parallel)", r.rate, r.o.FloorPods, r.o.FloorParallel)
+	r.add(Metric{Name: "API server pod creates/s, plain client", Unit: PerSecond, Value: r.rate, NoRatio: true})
+
+	if err := ensureNamespace(ctx, r.sb.Client, Namespace); err != nil {
+		return err
+	}
+	if r.w, err = startWatcher(ctx, r.sb.Client); err != nil {
+		return err
+	}
+	defer r.w.stop()
+	if sc.prepare != nil {
+		if err := sc.prepare(r); err != nil {
+			return fmt.Errorf("preparing: %w", err)
+		}
+	}
+
+	if r.proxy, err = r.sb.StartProxy(filepath.Join(dir, "proxy.kubeconfig")); err != nil {
+		return fmt.Errorf("starting the proxy: %w", err)
+	}
+	defer r.proxy.Close()
+	r.ctrl, err = StartController(ctx, ctrl, r.o.Binary, filepath.Join(dir, "proxy.kubeconfig"), r.o.QPS, r.o.Burst, filepath.Join(dir, "controller-"+ctrl+".log"))
+	if err != nil {
+		return err
+	}
+	defer r.ctrl.Stop()
+	if err := waitControllerReady(ctx, r.ctrl, r.proxy, 3*time.Second); err != nil {
+		return err
+	}
+	r.logf("controller watching (pid %d)", r.ctrl.Pid())
+
+	sampler := StartSampler(r.ctrl.Pid(), sampleEvery)
+	runErr := sc.run(r)
+	anon := sampler.Stop()
+	if s, err := ReadProc(r.ctrl.Pid()); err == nil {
+		r.add(Metric{Name: "controller peak RSS, VmHWM (MiB)", Unit: Bytes, Value: float64(s.PeakRSS)})
+		r.add(Metric{Name: "controller peak RssAnon, sampled (MiB)", Unit: Bytes, Value: float64(anon)})
+	}
+	return runErr
+}
+
+// sampleEvery is how often the controller's anonymous memory is sampled.
+const sampleEvery = 250 * time.Millisecond
+
+// phase measures one stretch of a scenario: wall time, the controller's and the API
+// server's CPU, and the controller's requests.
+type phase struct {
+	start   time.Time
+	cpu     time.Duration
+	apiCPU  time.Duration
+	counts  Counts
+	apiPid  int
+	ctrlPid int
+}
+
+type phaseResult struct {
+	elapsed time.Duration
+	cpu     time.Duration
+	apiCPU  time.Duration
+	counts  Counts
+}
+
+func (r *runCtx) begin() phase {
+	p := phase{start: time.Now(), counts: r.proxy.Snapshot(), apiPid: r.sb.APIServerPid(), ctrlPid: r.ctrl.Pid()}
+	if s, err := ReadProc(p.ctrlPid); err == nil {
+		p.cpu = s.CPU
+	}
+	if s, err := ReadProc(p.apiPid); err == nil && p.apiPid != 0 {
+		p.apiCPU = s.CPU
+	}
+	return p
+}
+
+// end measures the phase up to now.
+func (r *runCtx) end(p phase) phaseResult {
+	return r.endAt(p, time.Now())
+}
+
+// endAt measures the phase, its wall time up to at and its costs up to now.
+func (r *runCtx) endAt(p phase, at time.Time) phaseResult {
+	res := phaseResult{elapsed: at.Sub(p.start), counts: r.proxy.Snapshot().Sub(p.counts)}
+	if s, err := ReadProc(p.ctrlPid); err == nil {
+		res.cpu = s.CPU - p.cpu
+	}
+	if s, err := ReadProc(p.apiPid); err == nil && p.apiPid != 0 {
+		res.apiCPU = s.CPU - p.apiCPU
+	}
+	return res
+}
+
+// addConverge records a convergence time and sets it against the API server's
+// create rate for the pods it took.
+func (r *runCtx) addConverge(prefix string, elapsed time.Duration, pods int) {
+	r.add(Metric{Name: prefix + "converge (s)", Unit: Seconds, Value: elapsed.Seconds()})
+	if pods > 0 && r.rate > 0 {
+		floor := float64(pods) / r.rate
+		r.add(Metric{Name: fmt.Sprintf("%sAPI floor: %d pods ÷ create rate (s)", prefix, pods), Unit: Seconds, Value: floor, NoRatio: true})
+		r.add(Metric{Name: prefix + "converge ÷ API floor", Unit: Factor, Value: elapsed.Seconds() / floor})
+	}
+}
+
+// addCosts records what a phase cost: CPU of the controller and the API server, and
+// the controller's requests by verb, their errors and response bytes. Its requests
+// are the ones --by-resource details.
+func (r *runCtx) addCosts(prefix string, pr phaseResult) {
+	r.measured = pr.counts
+	r.add(Metric{Name: prefix + "controller CPU (s)", Unit: CPUSeconds, Value: pr.cpu.Seconds()})
+	r.add(Metric{Name: prefix + "kube-apiserver CPU (s)", Unit: CPUSeconds, Value: pr.apiCPU.Seconds()})
+	total := pr.counts.Total()
+	r.add(Metric{Name: prefix + "API requests: all", Unit: Count, Value: float64(total.Requests)})
+	for _, v := range Verbs {
+		r.add(Metric{Name: prefix + "API requests: " + v, Unit: Count, Value: float64(pr.counts.Verb(v).Requests), OmitIfZero: true})
+	}
+	r.add(Metric{Name: prefix + "API errors (status ≥ 400)", Unit: Count, Value: float64(total.Errors), OmitIfZero: true})
+	r.add(Metric{Name: prefix + "API responses (MiB)", Unit: Bytes, Value: float64(total.Bytes)})
+}
+
+func nan() float64 { return math.NaN() }
