@@ -42,8 +42,9 @@ Scenarios (--scenarios, in this order):
 A DaemonSet has converged when its status shows observedGeneration == generation and
 desired == current == updated == ready == available == the nodes it should run on,
 none misscheduled. Each sandbox first measures its API server's pod-create rate with
-a plain client (--floor-pods pods, --floor-parallelism at a time, no rate limit), and
-convergence times are set against it: the API floor is pods ÷ that rate.
+a plain client (--floor-pods pods, --floor-parallelism at a time, no rate limit; the
+better of two rounds), and convergence times are set against it: the API floor is
+pods ÷ that rate.
 
 Measures: wall time to converge; controller CPU (utime+stime of its process, from
 /proc/<pid>/stat, over the measured phase plus 3 s); kube-apiserver CPU over the same

@@ -267,11 +267,16 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 	defer r.sb.Stop()
 	r.logf("sandbox with %d nodes ready in %v", sc.nodes, time.Since(t0).Round(100*time.Millisecond))
 
-	if r.rate, err = measureCreateRate(ctx, r.sb.Client, r.o.FloorPods, r.o.FloorParallel); err != nil {
-		return fmt.Errorf("measuring the API server's pod create rate: %w", err)
+	// The best of two rounds: the limit, less the noise of a machine still settling.
+	for round := range 2 {
+		rate, err := measureCreateRate(ctx, r.sb.Client, r.o.FloorPods, r.o.FloorParallel)
+		if err != nil {
+			return fmt.Errorf("measuring the API server's pod create rate: %w", err)
+		}
+		r.logf("API server creates %.0f pods/s for a plain client (round %d: %d pods, %d in parallel)", rate, round+1, r.o.FloorPods, r.o.FloorParallel)
+		r.rate = max(r.rate, rate)
 	}
-	r.logf("API server creates %.0f pods/s for a plain client (%d pods, %d in parallel)", r.rate, r.o.FloorPods, r.o.FloorParallel)
-	r.add(Metric{Name: "API server pod creates/s, plain client", Unit: PerSecond, Value: r.rate, NoRatio: true})
+	r.add(Metric{Name: "API server pod creates/s, plain client (best of 2)", Unit: PerSecond, Value: r.rate, NoRatio: true})
 
 	if err := ensureNamespace(ctx, r.sb.Client, Namespace); err != nil {
 		return err
@@ -366,7 +371,9 @@ func (r *runCtx) addConverge(prefix string, elapsed time.Duration, pods int) {
 	if pods > 0 && r.rate > 0 {
 		floor := float64(pods) / r.rate
 		r.add(Metric{Name: fmt.Sprintf("%sAPI floor: %d pods ÷ create rate (s)", prefix, pods), Unit: Seconds, Value: floor, NoRatio: true})
-		r.add(Metric{Name: prefix + "converge ÷ API floor", Unit: Factor, Value: elapsed.Seconds() / floor})
+		// No ratio: the floors of the two runs come from two sandboxes, and the
+		// ratio of the convergence times is the row above.
+		r.add(Metric{Name: prefix + "converge ÷ API floor", Unit: Factor, Value: elapsed.Seconds() / floor, NoRatio: true})
 	}
 }
 
