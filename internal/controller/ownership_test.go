@@ -26,9 +26,12 @@ func TestController_AdoptsMatchingOrphansAndReleasesMismatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Running, and seen so by the controller's cache: a DaemonSet synced before its
+	// cache shows the orphan would rightly create a pod of its own.
 	h.waitFor("the orphan to run", func() bool {
-		pod, err := h.client.CoreV1().Pods(testNamespace).Get(h.ctx, orphan.Name, metav1.GetOptions{})
-		return err == nil && isRunningReady(pod)
+		obj, ok, err := h.ctrl.pods.GetByKey(testNamespace + "/" + orphan.Name)
+		pod, _ := obj.(*v1.Pod)
+		return err == nil && ok && isRunningReady(pod)
 	})
 
 	ds := h.createDaemonSet(newDaemonSet("agent"))
