@@ -52,9 +52,10 @@ func TestController_FailedRolloutRollsBack(t *testing.T) {
 
 	h.inv.setLimits(ds.UID, podLimits{perNode: 1, unavailable: 1, nodes: nodes})
 	h.changeTemplate("agent", neverReady)
+	// The RolledBack condition lasts only until the restored revision is back on
+	// every node, which can be quicker than a poll; the event is the lasting record.
 	h.waitFor("the rollback", func() bool {
-		return progressingReason(h.daemonSet("agent")) == string(daemon.ReasonRolledBack) &&
-			h.currentHash(h.daemonSet("agent")) == firstHash
+		return len(h.events(string(daemon.ReasonRolledBack))) > 0 && h.currentHash(h.daemonSet("agent")) == firstHash
 	})
 	h.waitFor("every pod back on the first revision", func() bool { return h.converged("agent", nodes) })
 
@@ -73,9 +74,6 @@ func TestController_FailedRolloutRollsBack(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("%d revisions are marked failed, want the broken one", failed)
-	}
-	if len(h.events(string(daemon.ReasonRolledBack))) == 0 {
-		t.Errorf("no RolledBack event was recorded")
 	}
 	h.waitFor("the condition to say the restored revision is available", func() bool {
 		return progressingReason(h.daemonSet("agent")) == string(daemon.ReasonNewRevisionAvailable)
