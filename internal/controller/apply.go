@@ -123,7 +123,8 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status
 	}
 	next := ds.DeepCopy()
 	next.Status = *status
-	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			// A newer DaemonSet is on its way to the cache. Its update event may
 			// change only the status (an earlier write of ours), which wakes
@@ -134,6 +135,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	c.written.note(cache.MetaObjectToName(ds).String(), ds.ResourceVersion, written)
 	c.metrics.observeStatus(ds, status)
 	return nil
 }

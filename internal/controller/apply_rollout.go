@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -39,6 +40,9 @@ func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, p *daemon
 		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, r.Data.Raw, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("rolling back to revision %d (%s): %w", r.Revision, r.Name, err)
 		}
+		// The template changed under the status just written: syncs wait for the
+		// cache to show the rolled-back DaemonSet.
+		c.written.forget(cache.MetaObjectToName(ds).String())
 		klog.FromContext(ctx).Info("Rolled back", "revision", r.Revision, "controllerRevision", r.Name)
 	}
 	return nil

@@ -60,6 +60,7 @@ type Controller struct {
 	inflight *inflight
 	backoff  *failedBackoff
 	elig     *eligibilityCache
+	written  *ownWrites
 	ready    atomic.Bool
 }
 
@@ -93,6 +94,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		inflight: newInflight(opts.Clock),
 		backoff:  newFailedBackoff(opts.Clock),
 		elig:     newEligibilityCache(),
+		written:  newOwnWrites(),
 	}
 	c.metrics.queueDepth = c.queue.Len
 

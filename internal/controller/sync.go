@@ -34,11 +34,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.inflight.forget(key)
 		c.backoff.forget(key)
 		c.metrics.forget(namespace, name)
+		c.written.forget(key)
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reading DaemonSet %s from cache: %w", key, err)
 	}
+	ds = c.written.freshest(key, ds)
 
 	snap, err := c.snapshot(ds, key)
 	if err != nil {
