@@ -71,12 +71,7 @@ func loadRESTConfig(path string) (*rest.Config, bool, error) {
 
 func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Config) error {
 	logger := klog.FromContext(ctx)
-	restCfg = rest.CopyConfig(restCfg)
-	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
-	if cfg.QPS <= 0 {
-		restCfg.QPS, restCfg.RateLimiter = -1, nil
-	}
-	restCfg.UserAgent = "everynode"
+	restCfg = cfg.RESTConfig(restCfg)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
@@ -87,12 +82,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var opts []informers.SharedInformerOption
-	if cfg.Namespace != "" {
-		// Nodes are cluster-scoped and still watched cluster-wide.
-		opts = append(opts, informers.WithNamespace(cfg.Namespace))
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, opts...)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, cfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
 		BurstReplicas: cfg.BurstReplicas,
 		Metrics:       controller.NewMetrics(reg),

@@ -14,6 +14,7 @@ type Config struct {
 	Workers       int
 	QPS           float32
 	Burst         int
+	ContentType   string
 	BurstReplicas int
 	MetricsAddr   string
 	Resync        time.Duration
@@ -26,6 +27,7 @@ func DefaultConfig() Config {
 		Workers:       2,
 		QPS:           20,
 		Burst:         30,
+		ContentType:   ContentTypeProtobuf,
 		BurstReplicas: DefaultBurstReplicas,
 		MetricsAddr:   ":8080",
 		Leader:        DefaultLeaderConfig(),
@@ -39,6 +41,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Workers, "workers", c.Workers, "DaemonSets synced concurrently.")
 	fs.Float32Var(&c.QPS, "kube-api-qps", c.QPS, "Steady requests per second to the API server; 0 or negative means no client-side limit.")
 	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Requests the client may send in a burst above --kube-api-qps.")
+	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Wire format of requests and watches: "+ContentTypeProtobuf+" (compact and fast to decode) or "+ContentTypeJSON+".")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
 	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
@@ -57,6 +60,8 @@ func (c *Config) Validate(explicit bool) error {
 		return fmt.Errorf("--kube-api-burst must not be negative, got %d", c.Burst)
 	case c.QPS > 0 && c.Burst < 1:
 		return fmt.Errorf("--kube-api-burst must be at least 1 when --kube-api-qps is set, got %d", c.Burst)
+	case c.ContentType != ContentTypeProtobuf && c.ContentType != ContentTypeJSON:
+		return fmt.Errorf("--kube-api-content-type must be %s or %s, got %q", ContentTypeProtobuf, ContentTypeJSON, c.ContentType)
 	case c.BurstReplicas < 1:
 		return fmt.Errorf("--burst-replicas must be at least 1, got %d", c.BurstReplicas)
 	case c.Resync < 0:

@@ -21,6 +21,8 @@ func TestConfigFlagsAndValidation(t *testing.T) {
 		{name: "negative api burst", args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst must not be negative"},
 		{name: "qps needs a burst", args: []string{"--kube-api-qps=5", "--kube-api-burst=0"}, wantErr: "--kube-api-burst must be at least 1"},
 		{name: "unlimited qps needs no burst", args: []string{"--kube-api-qps=0", "--kube-api-burst=0"}},
+		{name: "json wire format", args: []string{"--kube-api-content-type=application/json"}},
+		{name: "unknown wire format", args: []string{"--kube-api-content-type=yaml"}, wantErr: `--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "yaml"`},
 		{name: "negative resync", args: []string{"--resync=-1s"}, wantErr: "--resync must not be negative"},
 		{name: "lease shorter than renew deadline", args: []string{"--leader-elect", "--leader-elect-lease-duration=5s"}, explicit: true,
 			wantErr: "--leader-elect-lease-duration (5s) must be longer than --leader-elect-renew-deadline (10s)"},

@@ -115,13 +115,13 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 
 // runController runs everynode's DaemonSet controller in this process.
 func runController(ctx context.Context, restCfg *rest.Config, workers int) error {
-	cfg := rest.CopyConfig(restCfg)
-	cfg.UserAgent = "everynode"
-	client, err := kubernetes.NewForConfig(cfg)
+	ctrlCfg := controller.DefaultConfig()
+	ctrlCfg.QPS = 0 // the sandbox's API server is there for it: no client-side limit
+	client, err := kubernetes.NewForConfig(ctrlCfg.RESTConfig(restCfg))
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, ctrlCfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{Metrics: controller.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		return err
