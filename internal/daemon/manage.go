@@ -75,6 +75,9 @@ func (v *view) missingPod(n *nodeState) PodCreate {
 // pruneFinished plans the deletion of the node's failed and succeeded pods and returns
 // the pods that are neither finished nor terminating.
 func (v *view) pruneFinished(n *nodeState, backoff map[string]time.Time, p *Plan) []*v1.Pod {
+	if len(n.pods) == 1 && !v.deleting(n.pods[0]) && !isTerminal(n.pods[0]) {
+		return n.pods // the usual node: one running pod, nothing to prune or copy
+	}
 	var running []*v1.Pod
 	failedDeleted := false
 	for _, pod := range n.pods {

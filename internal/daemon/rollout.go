@@ -54,7 +54,8 @@ func allowsSurge(ds *apps.DaemonSet) bool {
 
 // podsOnNode picks the node's one current-revision pod and one older pod, ignoring
 // terminating ones. ok is false when there are more than one of either: the placement
-// rules must prune the node before the update touches it.
+// rules must prune the node before the update touches it. The answers point into the
+// node's state, so a node asked again yields the same values at the same addresses.
 func (v *view) podsOnNode(n *nodeState) (cur, old *podAvail, ok bool) {
 	for _, pod := range n.pods {
 		if v.deleting(pod) {
@@ -64,12 +65,14 @@ func (v *view) podsOnNode(n *nodeState) (cur, old *podAvail, ok bool) {
 			if cur != nil {
 				return nil, nil, false
 			}
-			cur = &podAvail{pod: pod, available: v.available(pod)}
+			cur = &n.picked[0]
+			*cur = podAvail{pod: pod, available: v.available(pod)}
 		} else {
 			if old != nil {
 				return nil, nil, false
 			}
-			old = &podAvail{pod: pod, available: v.available(pod)}
+			old = &n.picked[1]
+			*old = podAvail{pod: pod, available: v.available(pod)}
 		}
 	}
 	return cur, old, true

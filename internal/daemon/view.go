@@ -16,6 +16,10 @@ type nodeState struct {
 	// pods are the DaemonSet's pods for this node, terminating ones included, but not
 	// those that both finished and are being deleted: those are gone for our purposes.
 	pods []*v1.Pod
+	// one backs pods for the usual single pod, sparing an allocation per node; picked
+	// holds podsOnNode's answer (the same for the whole decision).
+	one    [1]*v1.Pod
+	picked [2]podAvail
 	// creating: a pod was created for this node and the cache has not shown it yet.
 	creating bool
 	// wait is what the node waits for, when something does not happen on it yet
@@ -49,7 +53,7 @@ type view struct {
 // deleting reports whether pod is on its way out: marked for deletion, or deleted by
 // us already.
 func (v *view) deleting(pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil || v.inflight.Deletes[pod.UID]
+	return pod.DeletionTimestamp != nil || (len(v.inflight.Deletes) > 0 && v.inflight.Deletes[pod.UID])
 }
 
 func (v *view) updated(pod *v1.Pod) bool {
@@ -71,7 +75,8 @@ func newView(s *Snapshot, elig *Eligibility, hash string, claimed []*v1.Pod) *vi
 	for i, node := range s.Nodes {
 		st := &states[i]
 		st.name, st.node, st.verdict = node.Name, node, elig.Check(node)
-		st.creating = s.InFlight.Creates[node.Name]
+		st.pods = st.one[:0]
+		st.creating = len(s.InFlight.Creates) > 0 && s.InFlight.Creates[node.Name]
 		byName[node.Name] = st
 		v.nodes = append(v.nodes, st)
 	}
