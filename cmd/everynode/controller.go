@@ -93,7 +93,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 
 	g, ctx := errgroup.WithContext(ctx)
 	if cfg.MetricsAddr != "0" && cfg.MetricsAddr != "" {
-		srv, err := controller.Listen(cfg.MetricsAddr, reg, ctrl.Ready)
+		srv, err := controller.Listen(cfg.MetricsAddr, reg, ctrl.Ready, cfg.Profiling)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ type Config struct {
 	ContentType   string
 	BurstReplicas int
 	MetricsAddr   string
+	Profiling     bool
 	Resync        time.Duration
 	LeaderElect   bool
 	Leader        LeaderConfig
@@ -44,6 +45,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Wire format of requests and watches: "+ContentTypeProtobuf+" (compact and fast to decode) or "+ContentTypeJSON+".")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
+	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "Also serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --metrics-addr.")
 	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "Run only while holding a coordination.k8s.io Lease, so replicas can stand by. Default: true in-cluster, false otherwise.")
 	c.Leader.AddFlags(fs)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,14 +14,15 @@ import (
 )
 
 // Server serves /metrics, /healthz (the process is up) and /readyz (ready reports
-// true: caches synced and, with leader election, leading or standing by).
+// true: caches synced and, with leader election, leading or standing by), and with
+// profiling Go's profiles under /debug/pprof/.
 type Server struct {
 	listener net.Listener
 	server   *http.Server
 }
 
 // Listen binds addr now, so that a port in use is reported before anything starts.
-func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool) (*Server, error) {
+func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool, profiling bool) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot serve metrics on %s: %w", addr, err)
@@ -35,6 +37,13 @@ func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool) (*Serv
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return &Server{listener: l, server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
 }
 

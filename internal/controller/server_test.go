@@ -17,7 +17,7 @@ func TestServerServesMetricsHealthAndReadiness(t *testing.T) {
 	m.podsCreated.WithLabelValues("MissingPod").Inc()
 	m.syncDuration.WithLabelValues("success").Observe(0.002)
 	var ready atomic.Bool
-	srv, err := Listen("127.0.0.1:0", reg, ready.Load)
+	srv, err := Listen("127.0.0.1:0", reg, ready.Load, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +47,18 @@ func TestServerServesMetricsHealthAndReadiness(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Serve after shutdown = %v, want nil", err)
 	}
-	if _, err := Listen(srv.Addr(), reg, ready.Load); err != nil {
+	if _, err := Listen(srv.Addr(), reg, ready.Load, false); err != nil {
 		t.Errorf("port not released after shutdown: %v", err)
 	}
 }
 
 func TestListenReportsAPortInUse(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true })
+	srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.listener.Close()
-	if _, err := Listen(srv.Addr(), prometheus.NewRegistry(), func() bool { return true }); err == nil || !strings.Contains(err.Error(), "cannot serve metrics on") {
+	if _, err := Listen(srv.Addr(), prometheus.NewRegistry(), func() bool { return true }, false); err == nil || !strings.Contains(err.Error(), "cannot serve metrics on") {
 		t.Fatalf("Listen on a used port = %v, want a clear error", err)
 	}
 }
@@ -72,4 +72,27 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+func TestServerProfilingOnlyWhenAsked(t *testing.T) {
+	for _, profiling := range []bool{false, true} {
+		srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, profiling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx) }()
+		code, body := get(t, "http://"+srv.Addr()+"/debug/pprof/")
+		switch {
+		case profiling && (code != http.StatusOK || !strings.Contains(body, "goroutine")):
+			t.Errorf("profiling on: /debug/pprof/ = %d, want 200 listing the profiles", code)
+		case !profiling && code != http.StatusNotFound:
+			t.Errorf("profiling off: /debug/pprof/ = %d, want 404", code)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve after shutdown = %v", err)
+		}
+	}
 }
