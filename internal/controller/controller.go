@@ -61,6 +61,7 @@ type Controller struct {
 	backoff  *failedBackoff
 	elig     *eligibilityCache
 	written  *ownWrites
+	memos    *memos
 	ready    atomic.Bool
 }
 
@@ -95,6 +96,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		backoff:  newFailedBackoff(opts.Clock),
 		elig:     newEligibilityCache(),
 		written:  newOwnWrites(),
+		memos:    newMemos(),
 	}
 	c.metrics.queueDepth = c.queue.Len
 

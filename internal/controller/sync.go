@@ -35,6 +35,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.backoff.forget(key)
 		c.metrics.forget(namespace, name)
 		c.written.forget(key)
+		c.memos.set(key, nil)
 		return 0, nil
 	}
 	if err != nil {
@@ -46,7 +47,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	plan := daemon.Decide(snap)
+	plan, memo := daemon.DecideWith(snap, c.memos.get(key))
+	c.memos.set(key, memo)
 	start := c.clock.Now()
 	err = c.apply(ctx, ds, key, &plan)
 	level := 4

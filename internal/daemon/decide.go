@@ -86,14 +86,15 @@ func decide(s *Snapshot) (Plan, *view) {
 	v.dupHashes = hp.dupHashs
 	rolling := ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType
 	pol := ParsePolicy(ds.Annotations)
+	v.selector, v.memoable = selector, !pol.Set && len(hp.dupHashs) == 0
 	if rolling && pol.StableNewNodes {
 		if v.stable = stableTemplate(ds, hp.old, claimed, v.updated); v.stable != nil {
 			v.stableGate = v.newNodeGate(&pol, hp.current, hp.old, rolloutSince(ds, s.Now))
 		}
 	}
-	surge := allowsSurge(ds)
+	v.surge = allowsSurge(ds)
 	for _, n := range v.nodes {
-		v.manage(n, surge, s.Backoff, &p)
+		v.manage(n, v.surge, s.Backoff, &p)
 	}
 	c, wait := v.count()
 	// The update moves only once the placement rules are satisfied and every earlier

@@ -74,3 +74,51 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecideWithMemo measures the decision for the same settled DaemonSet when
+// the previous decision's Memo is kept, as the controller does: with nothing changed
+// since, and with one pod's readiness flipping on every decision.
+func BenchmarkDecideWithMemo(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		affinity *v1.Affinity
+	}{
+		{"no-affinity", nil},
+		{"notin-affinity", exclusionAffinity()},
+	} {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("%s/nodes=%d/unchanged", tc.name, n), func(b *testing.B) {
+				s := steadySnapshot(b, n, tc.affinity)
+				_, m := DecideWith(s, nil)
+				if m == nil {
+					b.Fatal("setup: a settled DaemonSet left no memo")
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, m = DecideWith(s, m); m == nil {
+						b.Fatal("the memo was dropped")
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/nodes=%d/one-pod-flips", tc.name, n), func(b *testing.B) {
+				s := steadySnapshot(b, n, tc.affinity)
+				_, m := DecideWith(s, nil)
+				ready := s.Pods[n/2]
+				unready := ready.DeepCopy()
+				notReady()(unready)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					s.Pods[n/2] = []*v1.Pod{unready, ready}[i%2]
+					var p Plan
+					// The stored status counts every pod ready: only the unready
+					// flip needs a new one.
+					if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
+						b.Fatal("the memo was dropped, or the flip not counted")
+					}
+				}
+			})
+		}
+	}
+}

@@ -27,37 +27,47 @@ func (v *view) count() (counts, time.Duration) {
 	var c counts
 	var wait time.Duration
 	for _, n := range v.nodes {
-		if n.node == nil {
-			continue
-		}
-		for _, pod := range n.pods {
-			if d, ok := untilAvailable(pod, v.ds.Spec.MinReadySeconds, v.now); ok && (wait == 0 || d < wait) {
-				wait = d
-			}
-		}
-		if !n.verdict.Run {
-			if len(n.pods) > 0 {
-				c.misscheduled++
-			}
-			continue
-		}
-		c.desired++
-		if len(n.pods) == 0 {
-			continue
-		}
-		c.current++
-		pod := slices.MinFunc(n.pods, olderFirst)
-		if IsReady(pod) {
-			c.ready++
-			if v.available(pod) {
-				c.available++
-			}
-		}
-		if v.updated(pod) {
-			c.updated++
+		if d := v.countNode(n, &c); d > 0 && (wait == 0 || d < wait) {
+			wait = d
 		}
 	}
 	return c, wait
+}
+
+// countNode adds one node's share to c and returns how long until a Ready pod on it
+// becomes available (zero if none is waiting).
+func (v *view) countNode(n *nodeState, c *counts) time.Duration {
+	var wait time.Duration
+	if n.node == nil {
+		return 0
+	}
+	for _, pod := range n.pods {
+		if d, ok := untilAvailable(pod, v.ds.Spec.MinReadySeconds, v.now); ok && (wait == 0 || d < wait) {
+			wait = d
+		}
+	}
+	if !n.verdict.Run {
+		if len(n.pods) > 0 {
+			c.misscheduled++
+		}
+		return wait
+	}
+	c.desired++
+	if len(n.pods) == 0 {
+		return wait
+	}
+	c.current++
+	pod := slices.MinFunc(n.pods, olderFirst)
+	if IsReady(pod) {
+		c.ready++
+		if v.available(pod) {
+			c.available++
+		}
+	}
+	if v.updated(pod) {
+		c.updated++
+	}
+	return wait
 }
 
 // nextStatus returns the status to store, or nil if the stored one already says the

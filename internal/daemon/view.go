@@ -5,6 +5,7 @@ import (
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // nodeState is one node as the rules see it: its verdict and the DaemonSet's pods
@@ -48,6 +49,13 @@ type view struct {
 	// settled: no write is in flight and the placement rules planned none, so a
 	// RollingUpdate was assessed.
 	settled bool
+
+	// What a Memo needs to repeat the per-node rules (see newMemo).
+	elig     *Eligibility
+	selector labels.Selector
+	surge    bool
+	claimed  int  // pods claimed
+	memoable bool // no policy, no duplicate revisions: the rules are per node
 }
 
 // deleting reports whether pod is on its way out: marked for deletion, or deleted by
@@ -67,7 +75,7 @@ func (v *view) available(pod *v1.Pod) bool {
 // newView groups the claimed pods by their target node. Pods pinned to no node are
 // left out: nothing can be decided about them.
 func newView(s *Snapshot, elig *Eligibility, hash string, claimed []*v1.Pod) *view {
-	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight}
+	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight, elig: elig, claimed: len(claimed)}
 	v.gen, v.hasGen = templateGeneration(s.DaemonSet.Annotations)
 	states := make([]nodeState, len(s.Nodes))
 	byName := make(map[string]*nodeState, len(s.Nodes))

@@ -1,0 +1,244 @@
+package daemon
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// memoCluster is a cluster changed the way informer caches change: every change
+// replaces an object with an edited copy.
+type memoCluster struct {
+	r       *rand.Rand
+	s       *Snapshot
+	nextPod int
+	nextNod int
+}
+
+func newMemoCluster(seed uint64) *memoCluster {
+	r := rand.New(rand.NewPCG(seed, 0x3e30))
+	var opts []dsOpt
+	if r.IntN(3) == 0 {
+		opts = append(opts, withMinReady(5))
+	}
+	if r.IntN(3) == 0 {
+		opts = append(opts, withNodeSelector("pool", "a"))
+	}
+	if r.IntN(3) == 0 {
+		opts = append(opts, withBudget("1", "0"))
+	}
+	if r.IntN(4) == 0 {
+		opts = append(opts, withOnDelete())
+	}
+	ds := newDS("agent", opts...)
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		panic(err)
+	}
+	hash := hashOf(ds)
+	c := &memoCluster{r: r, s: &Snapshot{DaemonSet: ds, Now: t0,
+		Revisions: []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)}}}
+	for range 3 + r.IntN(8) {
+		c.addNode()
+	}
+	// A pod of someone else's in the namespace, which every decision ignores.
+	c.s.Pods = append(c.s.Pods, newPod(newDS("other"), "other-0", "node-0"))
+	return c
+}
+
+func (c *memoCluster) addNode() {
+	name := fmt.Sprintf("node-%d", c.nextNod)
+	c.nextNod++
+	c.s.Nodes = append(c.s.Nodes, newNode(name, withLabels("pool", []string{"a", "b"}[c.r.IntN(2)])))
+}
+
+// apply carries out a Plan as the controller and the cluster would: pods created
+// (sometimes not yet Ready), pods deleted, the status stored.
+func (c *memoCluster) apply(p Plan) {
+	ds := c.s.DaemonSet
+	for _, cr := range p.Creates {
+		c.nextPod++
+		opts := []podOpt{readySince(c.s.Now)}
+		if c.r.IntN(3) == 0 {
+			opts = []podOpt{notReady()}
+		}
+		c.s.Pods = append(c.s.Pods, newPod(ds, fmt.Sprintf("agent-%d", c.nextPod), cr.Node, opts...))
+	}
+	for _, a := range p.Adopt {
+		i := slices.Index(c.s.Pods, a)
+		pod := a.DeepCopy()
+		pod.OwnerReferences = []metav1.OwnerReference{*ControllerRef(ds)}
+		c.s.Pods[i] = pod
+	}
+	for _, d := range p.Deletes {
+		c.s.Pods = slices.DeleteFunc(c.s.Pods, func(pod *v1.Pod) bool { return pod.UID == d.Pod.UID })
+	}
+	if p.Status != nil {
+		next := ds.DeepCopy()
+		next.Status = *p.Status
+		c.s.DaemonSet = next
+	}
+}
+
+// change makes one random change and says what it was.
+func (c *memoCluster) change() string {
+	s := c.s
+	pick := func(n int) int { return c.r.IntN(n) }
+	switch k := pick(10); {
+	case k == 0 && len(s.Pods) > 0: // readiness flips
+		i := pick(len(s.Pods))
+		pod := s.Pods[i].DeepCopy()
+		if IsReady(pod) {
+			notReady()(pod)
+		} else {
+			readySince(s.Now.Add(-time.Duration(pick(10)) * time.Second))(pod)
+		}
+		s.Pods[i] = pod
+		return "pod " + pod.Name + " readiness flipped"
+	case k == 1 && len(s.Pods) > 0: // an update that changes nothing the rules read
+		i := pick(len(s.Pods))
+		pod := s.Pods[i].DeepCopy()
+		pod.ResourceVersion += "1"
+		s.Pods[i] = pod
+		return "pod " + pod.Name + " rewritten"
+	case k == 2:
+		i := pick(len(s.Nodes))
+		node := s.Nodes[i].DeepCopy()
+		node.Labels["pool"] = []string{"a", "b"}[pick(2)]
+		s.Nodes[i] = node
+		return "node " + node.Name + " relabelled"
+	case k == 3:
+		i := pick(len(s.Nodes))
+		node := s.Nodes[i].DeepCopy()
+		if len(node.Spec.Taints) > 0 {
+			node.Spec.Taints = nil
+		} else {
+			withTaint("maintenance", []v1.TaintEffect{v1.TaintEffectNoSchedule, v1.TaintEffectNoExecute}[pick(2)])(node)
+		}
+		s.Nodes[i] = node
+		return "node " + node.Name + " taints changed"
+	case k == 4:
+		c.addNode()
+		return "node added"
+	case k == 5 && len(s.Nodes) > 1:
+		i := pick(len(s.Nodes))
+		name := s.Nodes[i].Name
+		s.Nodes = slices.Delete(s.Nodes, i, i+1)
+		return "node " + name + " deleted"
+	case k == 6 && len(s.Pods) > 0:
+		i := pick(len(s.Pods))
+		name := s.Pods[i].Name
+		s.Pods = slices.Delete(s.Pods, i, i+1)
+		return "pod " + name + " deleted"
+	case k == 7:
+		s.Now = s.Now.Add(time.Duration(pick(4)) * time.Second)
+		return "time passed"
+	case k == 8 && len(s.Pods) > 0:
+		i := pick(len(s.Pods))
+		pod := s.Pods[i].DeepCopy()
+		pod.Status.Phase = []v1.PodPhase{v1.PodFailed, v1.PodSucceeded}[pick(2)]
+		s.Pods[i] = pod
+		return "pod " + pod.Name + " finished"
+	default:
+		node := s.Nodes[pick(len(s.Nodes))].Name
+		c.nextPod++
+		pod := newPod(s.DaemonSet, fmt.Sprintf("stray-%d", c.nextPod), node, orphan())
+		pod.UID = types.UID(fmt.Sprintf("uid-stray-%d", c.nextPod))
+		s.Pods = append(s.Pods, pod)
+		return "orphan pod added on " + node
+	}
+}
+
+var planCmp = []cmp.Option{
+	cmpopts.EquateEmpty(),
+	cmp.AllowUnexported(Plan{}, PodCreate{}, PodDelete{}),
+	cmp.Comparer(func(a, b *v1.Pod) bool { return a == b }),
+	cmp.Comparer(func(a, b *apps.ControllerRevision) bool { return a == b }),
+	cmp.Comparer(func(a, b *v1.PodTemplateSpec) bool { return (a == nil) == (b == nil) }),
+}
+
+// Over random histories of a cluster, DecideWith with the Memo it keeps makes exactly
+// the Plan Decide makes, and takes the short way often.
+func TestDecideWithMemoMatchesDecide(t *testing.T) {
+	fast, afterChange, total := 0, 0, 0
+	for seed := uint64(1); seed <= 200; seed++ {
+		c := newMemoCluster(seed)
+		var m *Memo
+		var log []string
+		changed := false
+		for step := range 120 {
+			prev := m
+			got, next := DecideWith(c.s, m)
+			want := Decide(c.s)
+			if diff := cmp.Diff(want, got, planCmp...); diff != "" {
+				t.Fatalf("seed %d step %d, after %v:\nDecideWith differs from Decide (-want +got):\n%s", seed, step, log, diff)
+			}
+			total++
+			if prev != nil && next == prev {
+				fast++
+				if changed {
+					afterChange++
+				}
+			}
+			m = next
+			c.apply(got)
+			// One step in three changes something; time goes on, so pods come out of
+			// minReadySeconds and many steps start from a settled DaemonSet.
+			c.s.Now = c.s.Now.Add(time.Second)
+			if changed = c.r.IntN(3) == 0; changed {
+				log = append(log, c.change())
+			}
+		}
+	}
+	t.Logf("%d of %d decisions taken from the memo, %d of them right after a change", fast, total, afterChange)
+	if fast < total/6 || afterChange < fast/10 {
+		t.Errorf("only %d of %d decisions used the memo (%d after a change); the simulation no longer exercises it", fast, total, afterChange)
+	}
+}
+
+// A memo is not kept across a change of the DaemonSet itself.
+func TestDecideWithMemoDropsOnDaemonSetChange(t *testing.T) {
+	c := newMemoCluster(7)
+	var m *Memo
+	for range 5 {
+		var p Plan
+		p, m = DecideWith(c.s, m)
+		c.apply(p)
+	}
+	if m == nil {
+		t.Fatal("a settled DaemonSet left no memo")
+	}
+	ds := c.s.DaemonSet.DeepCopy()
+	ds.Generation++
+	ds.Spec.Template.Spec.Containers[0].Image = "img:v2"
+	c.s.DaemonSet = ds
+	p, next := DecideWith(c.s, m)
+	if next == m {
+		t.Error("the memo survived a new generation")
+	}
+	if p.CreateRevision == nil {
+		t.Errorf("a new template made no revision: %+v", p)
+	}
+	ds = c.s.DaemonSet.DeepCopy()
+	ds.Annotations = map[string]string{AnnotationPaused: "true"}
+	c.s.DaemonSet = ds
+	if _, again := DecideWith(c.s, next); again != nil && again == next {
+		t.Error("the memo survived an annotation change")
+	}
+	ds = c.s.DaemonSet.DeepCopy()
+	now := metav1.Now()
+	ds.DeletionTimestamp = &now
+	c.s.DaemonSet = ds
+	if p, _ := DecideWith(c.s, m); p.Writes() != 0 {
+		t.Errorf("a DaemonSet being deleted got writes: %+v", p)
+	}
+}
