@@ -138,7 +138,8 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	ds := s.DaemonSet
 	if ds.DeletionTimestamp != nil || ds.UID != m.uid || ds.Generation != m.generation ||
 		!equalCount(ds.Status.CollisionCount, m.collisions) || !maps.Equal(ds.Annotations, m.annotations) ||
-		!s.InFlight.Empty() || len(s.Backoff) > 0 || len(s.Revisions) != len(m.revisions) {
+		!s.InFlight.Empty() || len(s.Backoff) > 0 || len(s.Revisions) != len(m.revisions) ||
+		progressing(&ds.Status) != nil { // left by a removed policy: the full decision clears it
 		return Plan{}, false
 	}
 	for _, r := range s.Revisions {

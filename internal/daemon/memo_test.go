@@ -217,6 +217,14 @@ func TestDecideWithMemoDropsOnDaemonSetChange(t *testing.T) {
 	if m == nil {
 		t.Fatal("a settled DaemonSet left no memo")
 	}
+	// A status write that did not happen leaves the condition of a removed policy.
+	stale := c.s.DaemonSet.DeepCopy()
+	withProgressing(ReasonPaused, v1.ConditionUnknown, t0)(stale)
+	withStale := *c.s
+	withStale.DaemonSet = stale
+	if got, want := mustDecideWith(t, &withStale, m), Decide(&withStale); !cmp.Equal(want, got, planCmp...) {
+		t.Errorf("with a stale Progressing condition: %s", cmp.Diff(want, got, planCmp...))
+	}
 	ds := c.s.DaemonSet.DeepCopy()
 	ds.Generation++
 	ds.Spec.Template.Spec.Containers[0].Image = "img:v2"
@@ -241,4 +249,10 @@ func TestDecideWithMemoDropsOnDaemonSetChange(t *testing.T) {
 	if p, _ := DecideWith(c.s, m); p.Writes() != 0 {
 		t.Errorf("a DaemonSet being deleted got writes: %+v", p)
 	}
+}
+
+func mustDecideWith(t *testing.T, s *Snapshot, m *Memo) Plan {
+	t.Helper()
+	p, _ := DecideWith(s, m)
+	return p
 }
