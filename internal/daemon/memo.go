@@ -24,7 +24,7 @@ import (
 // update it.
 type Memo struct {
 	uid         types.UID
-	generation  int64
+	generation  int64 // the API server raises it on every change of the spec
 	annotations map[string]string
 	collisions  *int32
 	revisions   map[*apps.ControllerRevision]bool
