@@ -20,8 +20,21 @@ import (
 // in its DaemonSet cache, so that handlers can be called directly.
 func newIdleController(t *testing.T, dss ...*apps.DaemonSet) *Controller {
 	t.Helper()
+	c, factory := newIdleControllerFor(t, fake.NewClientset())
+	indexer := factory.Apps().V1().DaemonSets().Informer().GetIndexer()
+	for _, ds := range dss {
+		if err := indexer.Add(ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// newIdleControllerFor builds a Controller on client whose informers are never
+// started: the test fills their caches.
+func newIdleControllerFor(t *testing.T, client *fake.Clientset) (*Controller, informers.SharedInformerFactory) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := New(ctx, client, factory, Options{})
 	if err != nil {
@@ -33,13 +46,7 @@ func newIdleController(t *testing.T, dss ...*apps.DaemonSet) *Controller {
 		c.events.Shutdown()
 		cancel()
 	})
-	indexer := factory.Apps().V1().DaemonSets().Informer().GetIndexer()
-	for _, ds := range dss {
-		if err := indexer.Add(ds); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return c
+	return c, factory
 }
 
 // queued drains the queue and returns its keys.

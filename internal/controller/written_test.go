@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -18,20 +17,10 @@ import (
 // still stores its status: it builds on the object that write returned instead of
 // the stale cached one, which the API server would refuse with a Conflict.
 func TestSync_StatusBuildsOnOwnWriteWhileCacheLags(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	client := fake.NewClientset()
 	installFakeAPI(client, faults{})
-	factory := informers.NewSharedInformerFactory(client, 0) // never started: the test is the cache
-	c, err := New(ctx, client, factory, Options{})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.queue.ShutDown()
-		c.events.Shutdown()
-		cancel()
-	})
+	c, factory := newIdleControllerFor(t, client)
 	add := func(inf cache.SharedIndexInformer, obj any) {
 		t.Helper()
 		if err := inf.GetIndexer().Add(obj); err != nil {

@@ -52,16 +52,21 @@ func steadySnapshot(b *testing.B, n int, affinity *v1.Affinity) *Snapshot {
 	return s
 }
 
+type affinityCase struct {
+	name     string
+	affinity *v1.Affinity
+}
+
+// affinityCases are the templates the benchmarks decide for: without affinity, and
+// with the six-expression NotIn affinity.
+func affinityCases() []affinityCase {
+	return []affinityCase{{"no-affinity", nil}, {"notin-affinity", exclusionAffinity()}}
+}
+
 // BenchmarkDecideSteadyState measures one full decision (claims, history, placement,
 // update budget and status) for a settled DaemonSet.
 func BenchmarkDecideSteadyState(b *testing.B) {
-	for _, tc := range []struct {
-		name     string
-		affinity *v1.Affinity
-	}{
-		{"no-affinity", nil},
-		{"notin-affinity", exclusionAffinity()},
-	} {
+	for _, tc := range affinityCases() {
 		for _, n := range []int{1000, 10000} {
 			b.Run(fmt.Sprintf("%s/nodes=%d", tc.name, n), func(b *testing.B) {
 				s := steadySnapshot(b, n, tc.affinity)
@@ -79,13 +84,7 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 // the previous decision's Memo is kept, as the controller does: with nothing changed
 // since, and with one pod's readiness flipping on every decision.
 func BenchmarkDecideWithMemo(b *testing.B) {
-	for _, tc := range []struct {
-		name     string
-		affinity *v1.Affinity
-	}{
-		{"no-affinity", nil},
-		{"notin-affinity", exclusionAffinity()},
-	} {
+	for _, tc := range affinityCases() {
 		for _, n := range []int{1000, 10000} {
 			b.Run(fmt.Sprintf("%s/nodes=%d/unchanged", tc.name, n), func(b *testing.B) {
 				s := steadySnapshot(b, n, tc.affinity)
