@@ -84,8 +84,9 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, cfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
-		BurstReplicas: cfg.BurstReplicas,
-		Metrics:       controller.NewMetrics(reg),
+		BurstReplicas:     cfg.BurstReplicas,
+		MinStatusInterval: cfg.MinStatusInterval,
+		Metrics:           controller.NewMetrics(reg),
 	})
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -46,7 +45,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 			pruneErr = fmt.Errorf("deleting old revision %s: %w", r.Name, err)
 		}
 	}
-	statusErr := c.writeStatus(ctx, ds, p.Status)
+	statusErr := c.writeStatus(ctx, ds, key, p.Status)
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
 	}
@@ -114,11 +113,19 @@ func (c *Controller) createRevision(ctx context.Context, ds *apps.DaemonSet, r *
 	return fmt.Errorf("revision name %s is taken by a different revision; retrying once the cache shows it", r.Name)
 }
 
-// writeStatus stores status, if there is one to store. A conflict means the cache is
-// behind: the DaemonSet's update event requeues it with fresher data.
-func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status *apps.DaemonSetStatus) error {
+// writeStatus stores status, if there is one to store, unless the status pace holds
+// it back: then the DaemonSet is looked at again when the pace allows. A conflict
+// means the cache is behind: the DaemonSet's update event requeues it with fresher
+// data.
+func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, key string, status *apps.DaemonSetStatus) error {
 	if status == nil {
 		c.metrics.observeStatus(ds, &ds.Status)
+		return nil
+	}
+	now := c.clock.Now()
+	if wait := c.pace.wait(key, &ds.Status, status, now); wait > 0 {
+		klog.FromContext(ctx).V(4).Info("Status write held back by the status pace", "wait", wait)
+		c.queue.AddAfter(key, wait)
 		return nil
 	}
 	next := ds.DeepCopy()
@@ -130,12 +137,13 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, status
 			// change only the status (an earlier write of ours), which wakes
 			// nothing, so look again shortly.
 			klog.FromContext(ctx).V(4).Info("Status write conflicted; looking again once the cache has the newer DaemonSet")
-			c.queue.AddAfter(cache.MetaObjectToName(ds).String(), statusConflictDelay)
+			c.queue.AddAfter(key, statusConflictDelay)
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
-	c.written.note(cache.MetaObjectToName(ds).String(), ds.ResourceVersion, written)
+	c.written.note(key, ds.ResourceVersion, written)
+	c.pace.wrote(key, now)
 	c.metrics.observeStatus(ds, status)
 	return nil
 }

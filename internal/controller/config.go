@@ -16,22 +16,25 @@ type Config struct {
 	Burst         int
 	ContentType   string
 	BurstReplicas int
-	MetricsAddr   string
-	Profiling     bool
-	Resync        time.Duration
-	LeaderElect   bool
-	Leader        LeaderConfig
+	// MinStatusInterval: see Options.MinStatusInterval.
+	MinStatusInterval time.Duration
+	MetricsAddr       string
+	Profiling         bool
+	Resync            time.Duration
+	LeaderElect       bool
+	Leader            LeaderConfig
 }
 
 func DefaultConfig() Config {
 	return Config{
-		Workers:       2,
-		QPS:           20,
-		Burst:         30,
-		ContentType:   ContentTypeProtobuf,
-		BurstReplicas: DefaultBurstReplicas,
-		MetricsAddr:   ":8080",
-		Leader:        DefaultLeaderConfig(),
+		Workers:           2,
+		QPS:               20,
+		Burst:             30,
+		ContentType:       ContentTypeProtobuf,
+		BurstReplicas:     DefaultBurstReplicas,
+		MinStatusInterval: time.Second,
+		MetricsAddr:       ":8080",
+		Leader:            DefaultLeaderConfig(),
 	}
 }
 
@@ -44,6 +47,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Requests the client may send in a burst above --kube-api-qps.")
 	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Wire format of requests and watches: "+ContentTypeProtobuf+" (compact and fast to decode) or "+ContentTypeJSON+".")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
+	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "Also serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --metrics-addr.")
 	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
@@ -66,6 +70,8 @@ func (c *Config) Validate(explicit bool) error {
 		return fmt.Errorf("--kube-api-content-type must be %s or %s, got %q", ContentTypeProtobuf, ContentTypeJSON, c.ContentType)
 	case c.BurstReplicas < 1:
 		return fmt.Errorf("--burst-replicas must be at least 1, got %d", c.BurstReplicas)
+	case c.MinStatusInterval < 0:
+		return fmt.Errorf("--min-status-interval must not be negative, got %s", c.MinStatusInterval)
 	case c.Resync < 0:
 		return fmt.Errorf("--resync must not be negative, got %s", c.Resync)
 	}

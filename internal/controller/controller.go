@@ -28,6 +28,9 @@ import (
 type Options struct {
 	// BurstReplicas caps the pod creates, and separately the deletes, of one sync.
 	BurstReplicas int
+	// MinStatusInterval is the shortest time between two status writes of a
+	// DaemonSet that change only its pod counters; zero writes every change at once.
+	MinStatusInterval time.Duration
 	// Clock is the controller's time source (tests use a fake one).
 	Clock clock.WithTicker
 	// Metrics receives the controller's measurements; nil records nothing.
@@ -62,6 +65,7 @@ type Controller struct {
 	elig     *eligibilityCache
 	written  *ownWrites
 	memos    *memos
+	pace     *statusPace
 	ready    atomic.Bool
 }
 
@@ -97,6 +101,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		elig:     newEligibilityCache(),
 		written:  newOwnWrites(),
 		memos:    newMemos(),
+		pace:     newStatusPace(opts.MinStatusInterval),
 	}
 	c.metrics.queueDepth = c.queue.Len
 

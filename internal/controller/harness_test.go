@@ -36,6 +36,8 @@ type harness struct {
 type harnessOptions struct {
 	faults faults
 	burst  int
+	// statusInterval is the controller's MinStatusInterval.
+	statusInterval time.Duration
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -50,7 +52,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	ctrl, err := New(ctx, client, factory, Options{BurstReplicas: opts.burst})
+	ctrl, err := New(ctx, client, factory, Options{BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

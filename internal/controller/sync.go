@@ -36,6 +36,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.metrics.forget(namespace, name)
 		c.written.forget(key)
 		c.memos.set(key, nil)
+		c.pace.forget(key)
 		return 0, nil
 	}
 	if err != nil {

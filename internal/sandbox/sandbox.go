@@ -122,7 +122,10 @@ func runController(ctx context.Context, restCfg *rest.Config, workers int) error
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, ctrlCfg.InformerOptions()...)
-	ctrl, err := controller.New(ctx, client, factory, controller.Options{Metrics: controller.NewMetrics(prometheus.NewRegistry())})
+	ctrl, err := controller.New(ctx, client, factory, controller.Options{
+		MinStatusInterval: ctrlCfg.MinStatusInterval,
+		Metrics:           controller.NewMetrics(prometheus.NewRegistry()),
+	})
 	if err != nil {
 		return err
 	}

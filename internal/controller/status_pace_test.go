@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+func TestStatusPace(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cur := &apps.DaemonSetStatus{ObservedGeneration: 2, NumberReady: 5}
+	counters := &apps.DaemonSetStatus{ObservedGeneration: 2, NumberReady: 4}
+	newGen := &apps.DaemonSetStatus{ObservedGeneration: 3, NumberReady: 5}
+	condition := &apps.DaemonSetStatus{ObservedGeneration: 2, NumberReady: 5,
+		Conditions: []apps.DaemonSetCondition{{Type: "Progressing", Status: v1.ConditionTrue}}}
+
+	p := newStatusPace(time.Second)
+	if w := p.wait("ns/a", cur, counters, now); w != 0 {
+		t.Errorf("first write waits %v, want none", w)
+	}
+	p.wrote("ns/a", now)
+	if w := p.wait("ns/a", cur, counters, now.Add(300*time.Millisecond)); w != 700*time.Millisecond {
+		t.Errorf("counters 300ms after a write wait %v, want 700ms", w)
+	}
+	if w := p.wait("ns/a", cur, newGen, now.Add(300*time.Millisecond)); w != 0 {
+		t.Errorf("a new observedGeneration waits %v, want none", w)
+	}
+	if w := p.wait("ns/a", cur, condition, now.Add(300*time.Millisecond)); w != 0 {
+		t.Errorf("a condition change waits %v, want none", w)
+	}
+	if w := p.wait("ns/b", cur, counters, now.Add(300*time.Millisecond)); w != 0 {
+		t.Errorf("another DaemonSet waits %v, want none", w)
+	}
+	if w := p.wait("ns/a", cur, counters, now.Add(time.Second)); w != 0 {
+		t.Errorf("after the interval: wait %v, want none", w)
+	}
+	if w := newStatusPace(0).wait("ns/a", cur, counters, now); w != 0 {
+		t.Errorf("no interval: wait %v, want none", w)
+	}
+}
+
+// Pods that become unready one after another within the interval are written in a
+// few status writes, and the status ends up counting all of them.
+func TestController_StatusWritesPacedDuringReadinessFlips(t *testing.T) {
+	h := newHarness(t, harnessOptions{statusInterval: 500 * time.Millisecond})
+	nodes := h.createNodes("node", 10, nil)
+	ds := h.createDaemonSet(newDaemonSet("agent"))
+	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
+	time.Sleep(600 * time.Millisecond) // out of the interval of the last write
+
+	var writes atomic.Int32
+	h.client.PrependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			writes.Add(1)
+		}
+		return false, nil, nil
+	})
+	flipped := 0
+	for _, pods := range h.podsByNode(ds) {
+		pod := pods[0]
+		pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, &pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		flipped++
+		time.Sleep(40 * time.Millisecond)
+	}
+	h.waitFor("the status to count every pod unready", func() bool {
+		return h.daemonSet("agent").Status.NumberReady == 0
+	})
+	// Ten flips over about 400ms: the first write at once, the rest together when
+	// the interval ends, and at most one more if the last flips fell after that.
+	if n := writes.Load(); n < 1 || n > 3 {
+		t.Errorf("%d flips made %d status writes, want 1 to 3", flipped, n)
+	}
+}
