@@ -17,8 +17,8 @@ const (
 // userAgent names everynode in the API server's logs and audit events.
 const userAgent = "everynode"
 
-// RESTConfig returns a copy of base with the client rate limit, the wire format and
-// the user agent of c.
+// RESTConfig returns a copy of base with the client rate limit, the wire format,
+// compression and the user agent of c.
 func (c *Config) RESTConfig(base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = c.QPS, c.Burst
@@ -30,6 +30,7 @@ func (c *Config) RESTConfig(base *rest.Config) *rest.Config {
 		// Types without a protobuf encoding fall back to JSON.
 		cfg.AcceptContentTypes = ContentTypeProtobuf + "," + ContentTypeJSON
 	}
+	cfg.DisableCompression = !c.Compression
 	cfg.UserAgent = userAgent
 	return cfg
 }

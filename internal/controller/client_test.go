@@ -14,15 +14,16 @@ func TestRESTConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	got := cfg.RESTConfig(base)
 	if got.QPS != 20 || got.Burst != 30 || got.ContentType != ContentTypeProtobuf ||
-		got.AcceptContentTypes != "application/vnd.kubernetes.protobuf,application/json" || got.UserAgent != "everynode" {
+		got.AcceptContentTypes != "application/vnd.kubernetes.protobuf,application/json" || got.UserAgent != "everynode" ||
+		!got.DisableCompression {
 		t.Errorf("defaults: qps %v burst %d content %q accept %q agent %q", got.QPS, got.Burst, got.ContentType, got.AcceptContentTypes, got.UserAgent)
 	}
 	if base.QPS != 5 || base.ContentType != "" {
 		t.Errorf("the base config was modified: %+v", base)
 	}
-	cfg.QPS, cfg.ContentType = 0, ContentTypeJSON
+	cfg.QPS, cfg.ContentType, cfg.Compression = 0, ContentTypeJSON, true
 	got = cfg.RESTConfig(base)
-	if got.QPS >= 0 || got.RateLimiter != nil || got.ContentType != ContentTypeJSON || got.AcceptContentTypes != "" {
+	if got.QPS >= 0 || got.RateLimiter != nil || got.ContentType != ContentTypeJSON || got.AcceptContentTypes != "" || got.DisableCompression {
 		t.Errorf("unlimited JSON: qps %v limiter %v content %q accept %q", got.QPS, got.RateLimiter, got.ContentType, got.AcceptContentTypes)
 	}
 }

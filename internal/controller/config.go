@@ -15,6 +15,7 @@ type Config struct {
 	QPS           float32
 	Burst         int
 	ContentType   string
+	Compression   bool
 	BurstReplicas int
 	// MinStatusInterval: see Options.MinStatusInterval.
 	MinStatusInterval time.Duration
@@ -46,6 +47,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&c.QPS, "kube-api-qps", c.QPS, "Steady requests per second to the API server; 0 or negative means no client-side limit.")
 	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Requests the client may send in a burst above --kube-api-qps.")
 	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Wire format of requests and watches: "+ContentTypeProtobuf+" (compact and fast to decode) or "+ContentTypeJSON+".")
+	fs.BoolVar(&c.Compression, "kube-api-compression", c.Compression, "Ask the API server to gzip its responses and watch streams: less traffic, more CPU on both ends (off by default: a controller usually sits next to its API server).")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
 	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
