@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -57,7 +56,7 @@ type SandboxOptions struct {
 // StartSandbox starts a sandbox with no DaemonSet controller in o.Dir and waits
 // until every simulated node is Ready and untainted.
 func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
-	port, err := freePort()
+	port, err := component.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -285,13 +284,4 @@ func waitControllerReady(ctx context.Context, c *ControllerProcess, p *Proxy, se
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/everynode/everynode/internal/component"
 )
 
 // ports are etcd's loopback ports, chosen free on the first start and kept for later
@@ -27,23 +28,14 @@ func loadPorts(p paths) (ports, error) {
 		}
 	}
 	var err error
-	if pt.EtcdClient, err = freePort(); err != nil {
+	if pt.EtcdClient, err = component.FreePort(); err != nil {
 		return pt, err
 	}
-	if pt.EtcdPeer, err = freePort(); err != nil {
+	if pt.EtcdPeer, err = component.FreePort(); err != nil {
 		return pt, err
 	}
 	data, _ := json.Marshal(pt)
 	return pt, writeSecret(p.state(), data)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // startEtcd runs a single-member etcd in this process. Its logs go to the sandbox's

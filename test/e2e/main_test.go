@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/everynode/everynode/internal/component"
 )
 
 // env is the sandbox shared by the package's tests.
@@ -59,7 +60,7 @@ func startSandbox() (func(), error) {
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building everynode: %w", err)
 	}
-	port, err := freePort()
+	port, err := component.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +135,4 @@ func startSandbox() (func(), error) {
 		return nil, err
 	}
 	return stop, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

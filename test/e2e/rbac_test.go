@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/everynode/everynode/internal/component"
 )
 
 // TestRBACExampleIsEnough runs the controller with exactly the permissions of
@@ -20,7 +22,7 @@ import (
 // every kind of write the controller makes. Nothing may be forbidden.
 func TestRBACExampleIsEnough(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := freePort()
+	port, err := component.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

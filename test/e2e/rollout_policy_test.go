@@ -28,6 +28,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/everynode/everynode/internal/nodesim"
+
+	"github.com/everynode/everynode/internal/component"
 )
 
 // The rollout annotations, spelled as users write them (docs/rollouts.md).
@@ -336,7 +338,7 @@ func TestRolloutPolicyNewNodeGetsStableRevision(t *testing.T) {
 // nodes, and then holds every node while paused, even with the partition lowered.
 func TestRolloutPolicyPartitionAndPauseHoldAcrossControllerRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := freePort()
+	port, err := component.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/everynode/everynode/internal/component"
 )
 
 // TestTakeoverFromUpstreamRestartsNoPod runs a cluster under kube-controller-manager's
@@ -25,7 +27,7 @@ import (
 // still manage the DaemonSet (a new node gets its pod).
 func TestTakeoverFromUpstreamRestartsNoPod(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := freePort()
+	port, err := component.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
