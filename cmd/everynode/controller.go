@@ -86,6 +86,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
 		BurstReplicas:     cfg.BurstReplicas,
 		MinStatusInterval: cfg.MinStatusInterval,
+		SyncBatchPeriod:   cfg.SyncBatchPeriod,
 		Metrics:           controller.NewMetrics(reg),
 	})
 	if err != nil {

@@ -218,8 +218,9 @@ func (c *ControllerProcess) Stop() { c.stop() }
 // client rate limit (qps <= 0: none). kube-controller-manager's DaemonSet controller
 // runs through the component machinery the sandbox uses for --controller=upstream;
 // everynode's as `everynode controller`. Both sync two DaemonSets at a time (their
-// defaults) and neither elects a leader.
-func StartController(ctx context.Context, name, binary, kubeconfig string, qps float32, burst int, logPath string) (*ControllerProcess, error) {
+// defaults) and neither elects a leader. A non-empty pprofAddr makes everynode's
+// serve Go's profiles there (upstream's is not profiled).
+func StartController(ctx context.Context, name, binary, kubeconfig string, qps float32, burst int, logPath, pprofAddr string) (*ControllerProcess, error) {
 	q := strconv.FormatFloat(float64(qps), 'f', -1, 32)
 	if qps <= 0 {
 		q = "-1" // both read a negative QPS as no client-side limit
@@ -240,8 +241,12 @@ func StartController(ctx context.Context, name, binary, kubeconfig string, qps f
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b,
-			"--metrics-addr", "0", "--leader-elect=false")
+		args := []string{"controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b,
+			"--leader-elect=false", "--metrics-addr", "0"}
+		if pprofAddr != "" {
+			args = append(args[:len(args)-1], pprofAddr, "--profiling")
+		}
+		cmd := exec.Command(binary, args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {

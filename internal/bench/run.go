@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/everynode/everynode/internal/component"
 )
 
 // Options configure a benchmark run: the typed form of `everynode bench`'s flags.
@@ -46,6 +48,9 @@ type Options struct {
 	WorkDir       string
 	Keep          bool
 	ByResource    bool
+	// ProfileDir, if set, receives CPU profiles of everynode's controller over
+	// each scenario run (see startProfiler).
+	ProfileDir string
 	// Command is the command line, printed above the table.
 	Command string
 }
@@ -295,7 +300,15 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 		return fmt.Errorf("starting the proxy: %w", err)
 	}
 	defer r.proxy.Close()
-	r.ctrl, err = StartController(ctx, ctrl, r.o.Binary, filepath.Join(dir, "proxy.kubeconfig"), r.o.QPS, r.o.Burst, filepath.Join(dir, "controller-"+ctrl+".log"))
+	pprofAddr := ""
+	if r.o.ProfileDir != "" && ctrl == EveryNode {
+		port, err := component.FreePort()
+		if err != nil {
+			return err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	r.ctrl, err = StartController(ctx, ctrl, r.o.Binary, filepath.Join(dir, "proxy.kubeconfig"), r.o.QPS, r.o.Burst, filepath.Join(dir, "controller-"+ctrl+".log"), pprofAddr)
 	if err != nil {
 		return err
 	}
@@ -305,9 +318,17 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 	}
 	r.logf("controller watching (pid %d)", r.ctrl.Pid())
 
+	var prof *profiler
+	if pprofAddr != "" {
+		prof = startProfiler(ctx, pprofAddr, r.o.ProfileDir, sc.name+"-"+ctrl)
+	}
 	sampler := StartSampler(r.ctrl.Pid(), sampleEvery)
 	runErr := sc.run(r)
 	anon := sampler.Stop()
+	if prof != nil {
+		n, err := prof.stop()
+		r.logf("%d CPU profiles of %v each in %s (%s-%s-*.pprof); error: %v", n, profileChunk, r.o.ProfileDir, sc.name, ctrl, err)
+	}
 	if s, err := ReadProc(r.ctrl.Pid()); err == nil {
 		r.add(Metric{Name: "controller peak RSS, VmHWM (MiB)", Unit: Bytes, Value: float64(s.PeakRSS)})
 		r.add(Metric{Name: "controller peak RssAnon, sampled (MiB)", Unit: Bytes, Value: float64(anon)})

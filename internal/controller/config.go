@@ -19,6 +19,8 @@ type Config struct {
 	BurstReplicas int
 	// MinStatusInterval: see Options.MinStatusInterval.
 	MinStatusInterval time.Duration
+	// SyncBatchPeriod: see Options.SyncBatchPeriod.
+	SyncBatchPeriod time.Duration
 	MetricsAddr       string
 	Profiling         bool
 	Resync            time.Duration
@@ -34,6 +36,7 @@ func DefaultConfig() Config {
 		ContentType:       ContentTypeProtobuf,
 		BurstReplicas:     DefaultBurstReplicas,
 		MinStatusInterval: time.Second,
+		SyncBatchPeriod:   DefaultSyncBatchPeriod,
 		MetricsAddr:       ":8080",
 		Leader:            DefaultLeaderConfig(),
 	}
@@ -50,6 +53,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Compression, "kube-api-compression", c.Compression, "Ask the API server to gzip its responses and watch streams: less traffic, more CPU on both ends (off by default: a controller usually sits next to its API server).")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
 	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
+	fs.DurationVar(&c.SyncBatchPeriod, "sync-batch-period", c.SyncBatchPeriod, "How long a pod or node event waits before the DaemonSet sync it asks for, so that events arriving together are handled by one sync (less CPU in rollouts and node churn, at most this much later); 0 syncs at once. DaemonSet changes sync at once.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "Also serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --metrics-addr.")
 	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
@@ -74,6 +78,8 @@ func (c *Config) Validate(explicit bool) error {
 		return fmt.Errorf("--burst-replicas must be at least 1, got %d", c.BurstReplicas)
 	case c.MinStatusInterval < 0:
 		return fmt.Errorf("--min-status-interval must not be negative, got %s", c.MinStatusInterval)
+	case c.SyncBatchPeriod < 0:
+		return fmt.Errorf("--sync-batch-period must not be negative, got %s", c.SyncBatchPeriod)
 	case c.Resync < 0:
 		return fmt.Errorf("--resync must not be negative, got %s", c.Resync)
 	}

@@ -24,6 +24,7 @@ func TestConfigFlagsAndValidation(t *testing.T) {
 		{name: "json wire format", args: []string{"--kube-api-content-type=application/json"}},
 		{name: "unknown wire format", args: []string{"--kube-api-content-type=yaml"}, wantErr: `--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "yaml"`},
 		{name: "negative resync", args: []string{"--resync=-1s"}, wantErr: "--resync must not be negative"},
+		{name: "negative sync batch period", args: []string{"--sync-batch-period=-1ms"}, wantErr: "--sync-batch-period must not be negative"},
 		{name: "lease shorter than renew deadline", args: []string{"--leader-elect", "--leader-elect-lease-duration=5s"}, explicit: true,
 			wantErr: "--leader-elect-lease-duration (5s) must be longer than --leader-elect-renew-deadline (10s)"},
 		{name: "renew deadline shorter than retry", args: []string{"--leader-elect", "--leader-elect-renew-deadline=1s"}, explicit: true,

@@ -31,6 +31,11 @@ type Options struct {
 	// MinStatusInterval is the shortest time between two status writes of a
 	// DaemonSet that change only its pod counters; zero writes every change at once.
 	MinStatusInterval time.Duration
+	// SyncBatchPeriod is how long a pod or node event waits before the sync it asks
+	// for, so that the events of one moment (a wave of pods turning ready, a burst of
+	// node changes) make one sync; zero syncs at once. Changes to a DaemonSet or its
+	// revisions sync at once either way.
+	SyncBatchPeriod time.Duration
 	// Clock is the controller's time source (tests use a fake one).
 	Clock clock.WithTicker
 	// Metrics receives the controller's measurements; nil records nothing.
@@ -39,6 +44,11 @@ type Options struct {
 
 // DefaultBurstReplicas is the default cap on creates and deletes per sync.
 const DefaultBurstReplicas = 250
+
+// DefaultSyncBatchPeriod is the default Options.SyncBatchPeriod: short beside the
+// seconds a pod takes to start, long beside the milliseconds between the pod events
+// of a rollout.
+const DefaultSyncBatchPeriod = 100 * time.Millisecond
 
 // EventSource names this controller on the events it records; it is the name
 // kube-controller-manager's DaemonSet controller uses, so tools filtering on it work.

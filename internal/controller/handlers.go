@@ -23,6 +23,17 @@ func (c *Controller) enqueue(ds *apps.DaemonSet) {
 	c.queue.Add(cache.MetaObjectToName(ds).String())
 }
 
+// enqueueBatched asks for a sync of ds within the sync batch period: the events that
+// arrive meanwhile are handled by the same sync, as the queue keeps the earliest of a
+// key's delayed adds.
+func (c *Controller) enqueueBatched(ds *apps.DaemonSet) {
+	if c.opts.SyncBatchPeriod <= 0 {
+		c.enqueue(ds)
+		return
+	}
+	c.queue.AddAfter(cache.MetaObjectToName(ds).String(), c.opts.SyncBatchPeriod)
+}
+
 // unwrap returns the object of a delete notification, which may be a tombstone.
 func unwrap[T any](obj interface{}) (T, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -135,12 +146,12 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 					c.inflight.deleteDone(key, pod.UID)
 				}
 				logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
-				c.enqueue(ds)
+				c.enqueueBatched(ds)
 				return
 			}
 			if metav1.GetControllerOfNoCopy(pod) == nil && pod.DeletionTimestamp == nil {
 				for _, ds := range c.selecting(pod.Namespace, pod.Labels) {
-					c.enqueue(ds)
+					c.enqueueBatched(ds)
 				}
 			}
 		},
@@ -153,19 +164,19 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
 			if !reflect.DeepEqual(oldRef, curRef) {
 				if ds := c.owner(old.Namespace, oldRef); ds != nil {
-					c.enqueue(ds)
+					c.enqueueBatched(ds)
 				}
 			}
 			if ds := c.owner(cur.Namespace, curRef); ds != nil {
 				if cur.DeletionTimestamp != nil {
 					c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), cur.UID)
 				}
-				c.enqueue(ds)
+				c.enqueueBatched(ds)
 				return
 			}
 			if curRef == nil && (!reflect.DeepEqual(old.Labels, cur.Labels) || oldRef != nil) {
 				for _, ds := range c.selecting(cur.Namespace, cur.Labels) {
-					c.enqueue(ds)
+					c.enqueueBatched(ds)
 				}
 			}
 		},
@@ -177,7 +188,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), pod.UID)
 				logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
-				c.enqueue(ds)
+				c.enqueueBatched(ds)
 			}
 		},
 	}
@@ -241,7 +252,7 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			}
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				if rules.Check(node).Run {
-					c.enqueue(ds)
+					c.enqueueBatched(ds)
 				}
 			})
 		},
@@ -260,7 +271,7 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 				if before.Run != after.Run || before.KeepRunning != after.KeepRunning ||
 					(relabelled && daemon.PolicyReadsNodeLabels(ds.Annotations)) {
 					logger.V(5).Info("Node change affects DaemonSet", "node", klog.KObj(cur), "daemonset", klog.KObj(ds), "reason", after.Reason)
-					c.enqueue(ds)
+					c.enqueueBatched(ds)
 				}
 			})
 		},
@@ -271,7 +282,7 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			}
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				if v := rules.Check(node); v.Run || v.KeepRunning {
-					c.enqueue(ds)
+					c.enqueueBatched(ds)
 				}
 			})
 		},

@@ -2,14 +2,18 @@ package controller
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -38,6 +42,9 @@ type harnessOptions struct {
 	burst  int
 	// statusInterval is the controller's MinStatusInterval.
 	statusInterval time.Duration
+	// batch is the controller's SyncBatchPeriod; zero means DefaultSyncBatchPeriod
+	// and a negative value none.
+	batch time.Duration
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -52,7 +59,10 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	ctrl, err := New(ctx, client, factory, Options{BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval})
+	if opts.batch == 0 {
+		opts.batch = DefaultSyncBatchPeriod
+	}
+	ctrl, err := New(ctx, client, factory, Options{BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, SyncBatchPeriod: opts.batch})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -153,4 +163,32 @@ func (h *harness) holdsFor(d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// countStatusWrites counts the DaemonSet status writes from now on.
+func (h *harness) countStatusWrites() *atomic.Int32 {
+	var writes atomic.Int32
+	h.client.PrependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			writes.Add(1)
+		}
+		return false, nil, nil
+	})
+	return &writes
+}
+
+// makeUnready reports each pod of ds not Ready, one after another, spacing apart,
+// and returns how many it changed.
+func (h *harness) makeUnready(ds *apps.DaemonSet, spacing time.Duration) int {
+	flipped := 0
+	for _, pods := range h.podsByNode(ds) {
+		pod := pods[0]
+		pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, &pod, metav1.UpdateOptions{}); err != nil {
+			h.t.Fatal(err)
+		}
+		flipped++
+		time.Sleep(spacing)
+	}
+	return flipped
 }

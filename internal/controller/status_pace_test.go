@@ -1,15 +1,11 @@
 package controller
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clienttesting "k8s.io/client-go/testing"
 )
 
 func TestStatusPace(t *testing.T) {
@@ -54,23 +50,8 @@ func TestController_StatusWritesPacedDuringReadinessFlips(t *testing.T) {
 	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
 	time.Sleep(600 * time.Millisecond) // out of the interval of the last write
 
-	var writes atomic.Int32
-	h.client.PrependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() == "status" {
-			writes.Add(1)
-		}
-		return false, nil, nil
-	})
-	flipped := 0
-	for _, pods := range h.podsByNode(ds) {
-		pod := pods[0]
-		pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.Now()}}
-		if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, &pod, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		flipped++
-		time.Sleep(40 * time.Millisecond)
-	}
+	writes := h.countStatusWrites()
+	flipped := h.makeUnready(ds, 40*time.Millisecond)
 	h.waitFor("the status to count every pod unready", func() bool {
 		return h.daemonSet("agent").Status.NumberReady == 0
 	})

@@ -66,6 +66,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 
 // snapshot reads what Decide needs for ds from the caches.
 func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot, error) {
+	// The writes in flight are read before the cache: a handler forgets a write only
+	// after the cache shows it, so every write missing from this view is in the
+	// lists below. Read the other way round, a pod added in between would be in
+	// neither, and its node would get a second one.
+	inflight := c.inflight.view(key)
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes from cache: %w", err)
@@ -95,7 +100,7 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 		Nodes:       nodes,
 		Pods:        pods,
 		Revisions:   revisions,
-		InFlight:    c.inflight.view(key),
+		InFlight:    inflight,
 		Backoff:     c.backoff.view(key, ds.Generation),
 		Now:         c.clock.Now(),
 		MaxCreates:  c.opts.BurstReplicas,

@@ -67,8 +67,11 @@ func IsAvailable(pod *v1.Pod, minReadySeconds int32, now time.Time) bool {
 // untilAvailable returns how long a Ready pod still has to wait to count as
 // available, and false if the pod is not Ready or already available.
 func untilAvailable(pod *v1.Pod, minReadySeconds int32, now time.Time) (time.Duration, bool) {
+	if minReadySeconds == 0 {
+		return 0, false
+	}
 	c := readyCondition(pod)
-	if minReadySeconds == 0 || c == nil || c.Status != v1.ConditionTrue || c.LastTransitionTime.IsZero() {
+	if c == nil || c.Status != v1.ConditionTrue || c.LastTransitionTime.IsZero() {
 		return 0, false
 	}
 	at := availableAt(c, minReadySeconds)

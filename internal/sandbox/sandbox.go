@@ -124,6 +124,7 @@ func runController(ctx context.Context, restCfg *rest.Config, workers int) error
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, ctrlCfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
 		MinStatusInterval: ctrlCfg.MinStatusInterval,
+		SyncBatchPeriod:   ctrlCfg.SyncBatchPeriod,
 		Metrics:           controller.NewMetrics(prometheus.NewRegistry()),
 	})
 	if err != nil {
