@@ -21,11 +21,11 @@ type Config struct {
 	MinStatusInterval time.Duration
 	// SyncBatchPeriod: see Options.SyncBatchPeriod.
 	SyncBatchPeriod time.Duration
-	MetricsAddr       string
-	Profiling         bool
-	Resync            time.Duration
-	LeaderElect       bool
-	Leader            LeaderConfig
+	MetricsAddr     string
+	Profiling       bool
+	Resync          time.Duration
+	LeaderElect     bool
+	Leader          LeaderConfig
 }
 
 func DefaultConfig() Config {
