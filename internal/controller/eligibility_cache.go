@@ -11,7 +11,9 @@ import (
 
 // eligibilityCache keeps each DaemonSet's parsed placement rules for as long as its
 // generation (and so its template) is unchanged, so that node events and syncs do not
-// parse selectors and affinities again and again.
+// parse selectors and affinities again and again. The rules remember their verdict
+// for each node object of the informer's cache, so a sync evaluates only the nodes
+// that changed since the last one.
 type eligibilityCache struct {
 	mu    sync.RWMutex
 	byUID map[types.UID]cachedEligibility
@@ -33,7 +35,7 @@ func (c *eligibilityCache) get(ds *apps.DaemonSet) *daemon.Eligibility {
 	if ok && e.generation == ds.Generation {
 		return e.rules
 	}
-	rules := daemon.NewEligibility(&ds.Spec.Template.Spec)
+	rules := daemon.NewEligibility(&ds.Spec.Template.Spec).RememberingVerdicts()
 	c.mu.Lock()
 	c.byUID[ds.UID] = cachedEligibility{generation: ds.Generation, rules: rules}
 	c.mu.Unlock()

@@ -281,7 +281,9 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 				return
 			}
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
-				if v := rules.Check(node); v.Run || v.KeepRunning {
+				v := rules.Check(node)
+				rules.Forget(node.Name)
+				if v.Run || v.KeepRunning {
 					c.enqueueBatched(ds)
 				}
 			})

@@ -81,6 +81,7 @@ type Eligibility struct {
 	selector     labels.Selector                     // nil: no nodeSelector
 	affinity     *nodeaffinity.LazyErrorNodeSelector // nil: no required node affinity
 	tolerations  []v1.Toleration
+	remembered   *verdicts // nil: every Check evaluates the rules
 }
 
 // NewEligibility parses the placement rules of a pod template's spec. The tolerations
@@ -114,6 +115,13 @@ var noLog = logr.Discard()
 // NoExecute taints against the pod's tolerations. PreferNoSchedule taints, resources
 // and host ports are not considered: the scheduler decides those.
 func (e *Eligibility) Check(node *v1.Node) Verdict {
+	if e.remembered != nil {
+		return e.remembered.check(node, e.evaluate)
+	}
+	return e.evaluate(node)
+}
+
+func (e *Eligibility) evaluate(node *v1.Node) Verdict {
 	v := Verdict{node: node.Name}
 	if e.nodeName != "" && e.nodeName != node.Name {
 		v.Reason, v.want = ReasonNodeNameMismatch, e.nodeName
