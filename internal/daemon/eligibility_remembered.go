@@ -14,7 +14,7 @@ import (
 // modify node objects in place must use the rules NewEligibility returns instead.
 func (e *Eligibility) RememberingVerdicts() *Eligibility {
 	r := *e
-	r.remembered = &verdicts{byName: map[string]verdictFor{}}
+	r.remembered = &verdicts{byName: map[string]*verdictFor{}}
 	return &r
 }
 
@@ -31,7 +31,7 @@ func (e *Eligibility) Forget(nodeName string) {
 // verdicts is what RememberingVerdicts keeps: safe for concurrent use, as the rules are.
 type verdicts struct {
 	mu     sync.Mutex
-	byName map[string]verdictFor
+	byName map[string]*verdictFor // pointers keep the map's entries small
 }
 
 type verdictFor struct {
@@ -48,7 +48,7 @@ func (r *verdicts) check(node *v1.Node, evaluate func(*v1.Node) Verdict) Verdict
 	}
 	v := evaluate(node)
 	r.mu.Lock()
-	r.byName[node.Name] = verdictFor{node: node, verdict: v}
+	r.byName[node.Name] = &verdictFor{node: node, verdict: v}
 	r.mu.Unlock()
 	return v
 }

@@ -97,3 +97,28 @@ func TestForgetDropsTheRememberedVerdict(t *testing.T) {
 	}
 	NewEligibility(&v1.PodSpec{}).Forget("n1") // rules that remember nothing: no-op
 }
+
+// BenchmarkRememberedVerdicts checks 2,000 unchanged nodes against the 6-expression
+// NotIn affinity, evaluating the rules and asking remembering rules.
+func BenchmarkRememberedVerdicts(b *testing.B) {
+	ds := newDS("ds")
+	ds.Spec.Template.Spec.Affinity = exclusionAffinity()
+	ns := make([]*v1.Node, 2000)
+	for i := range ns {
+		ns[i] = newNode("node-"+strconv.Itoa(i), withLabels("pool", "p"+strconv.Itoa(i%10)))
+	}
+	for _, remember := range []bool{false, true} {
+		rules := NewEligibility(&ds.Spec.Template.Spec)
+		name := "evaluated"
+		if remember {
+			rules, name = rules.RememberingVerdicts(), "remembered"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				for _, n := range ns {
+					rules.Check(n)
+				}
+			}
+		})
+	}
+}
