@@ -80,6 +80,26 @@ func BenchmarkDecideSteadyState(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideRememberedVerdicts is BenchmarkDecideSteadyState with placement
+// rules that remember their verdicts, as the controller's are: the full decision with
+// no node changed since the last.
+func BenchmarkDecideRememberedVerdicts(b *testing.B) {
+	for _, tc := range affinityCases() {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("%s/nodes=%d", tc.name, n), func(b *testing.B) {
+				s := steadySnapshot(b, n, tc.affinity)
+				s.Eligibility = s.Eligibility.RememberingVerdicts()
+				Decide(s)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					Decide(s)
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkDecideWithMemo measures the decision for the same settled DaemonSet when
 // the previous decision's Memo is kept, as the controller does: with nothing changed
 // since, and with one pod's readiness flipping on every decision.
