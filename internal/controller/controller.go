@@ -31,10 +31,11 @@ type Options struct {
 	// MinStatusInterval is the shortest time between two status writes of a
 	// DaemonSet that change only its pod counters; zero writes every change at once.
 	MinStatusInterval time.Duration
-	// SyncBatchPeriod is how long a pod or node event waits before the sync it asks
-	// for, so that the events of one moment (a wave of pods turning ready, a burst of
-	// node changes) make one sync; zero syncs at once. Changes to a DaemonSet or its
-	// revisions sync at once either way.
+	// SyncBatchPeriod is the shortest time between two syncs of a DaemonSet that pod
+	// and node events ask for: an event after a quiet period syncs at once, the events
+	// of a busy moment (a wave of pods turning ready, a burst of node changes) share
+	// one sync at the end of the period; zero syncs on every event. Changes to a
+	// DaemonSet or its revisions sync at once either way.
 	SyncBatchPeriod time.Duration
 	// Clock is the controller's time source (tests use a fake one).
 	Clock clock.WithTicker
@@ -76,6 +77,7 @@ type Controller struct {
 	written  *ownWrites
 	memos    *memos
 	pace     *statusPace
+	batch    *syncBatcher
 	ready    atomic.Bool
 }
 
@@ -112,6 +114,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		written:  newOwnWrites(),
 		memos:    newMemos(),
 		pace:     newStatusPace(opts.MinStatusInterval),
+		batch:    newSyncBatcher(opts.SyncBatchPeriod, opts.Clock),
 	}
 	c.metrics.queueDepth = c.queue.Len
 
@@ -185,6 +188,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	c.batch.started(key)
 	start := c.clock.Now()
 	requeue, err := c.sync(ctx, key)
 	result := "success"

@@ -23,15 +23,15 @@ func (c *Controller) enqueue(ds *apps.DaemonSet) {
 	c.queue.Add(cache.MetaObjectToName(ds).String())
 }
 
-// enqueueBatched asks for a sync of ds within the sync batch period: the events that
-// arrive meanwhile are handled by the same sync, as the queue keeps the earliest of a
-// key's delayed adds.
+// enqueueBatched asks for a sync of ds that the sync batcher spaces out: at once
+// after a quiet period, else when the period since the last sync ends.
 func (c *Controller) enqueueBatched(ds *apps.DaemonSet) {
-	if c.opts.SyncBatchPeriod <= 0 {
-		c.enqueue(ds)
+	key := cache.MetaObjectToName(ds).String()
+	if d := c.batch.delay(key); d > 0 {
+		c.queue.AddAfter(key, d)
 		return
 	}
-	c.queue.AddAfter(cache.MetaObjectToName(ds).String(), c.opts.SyncBatchPeriod)
+	c.queue.Add(key)
 }
 
 // unwrap returns the object of a delete notification, which may be a tombstone.
@@ -94,6 +94,7 @@ func (c *Controller) forgetDaemonSet(ds *apps.DaemonSet) {
 	key := cache.MetaObjectToName(ds).String()
 	c.inflight.forget(key)
 	c.backoff.forget(key)
+	c.batch.forget(key)
 	c.elig.forget(ds.UID)
 	c.metrics.forget(ds.Namespace, ds.Name)
 }

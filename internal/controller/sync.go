@@ -32,6 +32,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if apierrors.IsNotFound(err) {
 		logger.V(3).Info("DaemonSet is gone")
 		c.inflight.forget(key)
+		c.batch.forget(key)
 		c.backoff.forget(key)
 		c.metrics.forget(namespace, name)
 		c.written.forget(key)
