@@ -241,10 +241,14 @@ func StartController(ctx context.Context, name, binary, kubeconfig string, qps f
 		if err != nil {
 			return nil, err
 		}
-		args := []string{"controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b,
-			"--leader-elect=false", "--metrics-addr", "0"}
+		metricsAddr := "0" // nothing served
 		if pprofAddr != "" {
-			args = append(args[:len(args)-1], pprofAddr, "--profiling")
+			metricsAddr = pprofAddr
+		}
+		args := []string{"controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b,
+			"--leader-elect=false", "--metrics-addr", metricsAddr}
+		if pprofAddr != "" {
+			args = append(args, "--profiling")
 		}
 		cmd := exec.Command(binary, args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -302,6 +302,9 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 	defer r.proxy.Close()
 	pprofAddr := ""
 	if r.o.ProfileDir != "" && ctrl == EveryNode {
+		if err := os.MkdirAll(r.o.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("creating --profile-dir: %w", err)
+		}
 		port, err := component.FreePort()
 		if err != nil {
 			return err
