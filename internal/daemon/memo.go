@@ -9,16 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Memo lets the syncs of a settled DaemonSet look only at what changed since the last.
+// Memo lets the syncs of a DaemonSet whose work is per node look only at what changed
+// since the last.
 //
-// A Decide that finds a DaemonSet settled (every pod of the current revision, at most
-// one per node, nothing to create, delete, adopt or wait for, no rollout policy)
-// records per node the node and pod objects it saw and their share of the status
-// counters. DecideWith then finds what changed by comparing the snapshot's objects
-// with the recorded ones by identity (a cache replaces an object that changes, it
-// never edits one) and applies the rules to the changed nodes only. Whenever one of
-// them needs more than a new status, or anything but nodes and pods changed, it makes
-// the full decision instead: the Plan is always the one Decide would make.
+// A DaemonSet is memoable when every pod is of the current revision, at most one per
+// node, none finished, no rollout policy is set and nothing depends on the time: the
+// placement rules then decide each node alone (a pod to create, a pod to delete, or
+// nothing) and the status is a sum over the nodes. A Decide that finds it so records
+// per node the node and pod objects it saw, its share of the status counters and
+// whether the node has a write to make or in flight (pending). DecideWith then finds
+// what changed by comparing the snapshot's objects with the recorded ones by identity
+// (a cache replaces an object that changes, it never edits one) and applies the rules
+// to the changed and pending nodes only, joining nodes included. Whenever one of them
+// leaves that shape, a node is deleted, or anything but nodes, pods and writes in
+// flight changed, it makes the full decision instead: the Plan is always the one
+// Decide would make.
 //
 // A Memo belongs to one DaemonSet and is used by one decision at a time, which may
 // update it.
@@ -37,6 +42,7 @@ type Memo struct {
 	byNode  map[*v1.Node]int
 	byPod   map[*v1.Pod]int
 	byName  map[string]int
+	pending []int  // the entries looked at on every decision
 	total   counts // the sum of the entries' shares
 	epoch   uint32 // marks the entries seen by the current comparison
 }
@@ -50,11 +56,14 @@ type memoNode struct {
 	changed  uint32 // epoch in which the node or its pod changed
 	verdict  Verdict
 	replaced bool // the pod was replaced by another object in this comparison
+	// pending: the rules wrote, or a write is in flight, for the node; it is looked
+	// at again whether or not its objects change.
+	pending bool
 }
 
 // DecideWith is Decide for a caller that keeps a Memo per DaemonSet: it passes the
 // one the previous call returned (nil at first) and keeps the one it gets back (nil
-// when the DaemonSet is not settled).
+// when the DaemonSet is not memoable).
 func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
 	if m != nil {
 		if p, ok := m.decide(s); ok {
@@ -65,12 +74,12 @@ func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
 	return p, newMemo(s, &p, v)
 }
 
-// newMemo records the settled state v of a full decision, or returns nil when the
-// decision found anything to do or wait for.
+// newMemo records the state v of a full decision, or returns nil when the decision is
+// not per node: it made writes other than pod creates, pod deletes and the status, or
+// has something to wait for.
 func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 	ds := s.DaemonSet
-	if v == nil || !v.memoable || p.Writes() > 0 && (p.Status == nil || p.Writes() > 1) ||
-		len(p.Events) > 0 || p.RequeueAfter > 0 || !s.InFlight.Empty() || len(s.Backoff) > 0 {
+	if v == nil || !v.memoable || !onlyPerNode(p) || len(s.Backoff) > 0 {
 		return nil
 	}
 	m := &Memo{
@@ -85,8 +94,9 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 	for _, r := range s.Revisions {
 		m.revisions[r] = true
 	}
+	var scratch Plan
 	for _, n := range v.nodes {
-		e, ok := m.settledNode(v, n)
+		e, ok := m.entry(v, n, &scratch)
 		if !ok {
 			return nil
 		}
@@ -96,6 +106,9 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 		if e.pod != nil {
 			m.byPod[e.pod] = i
 		}
+		if e.pending {
+			m.pending = append(m.pending, i)
+		}
 		m.total.add(e.share)
 	}
 	if len(m.byPod) != v.claimed {
@@ -104,28 +117,40 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 	return m
 }
 
-// settledNode is n's entry if the rules have nothing to do on it and nothing to wait
-// for: an existing node with at most one pod, of the current revision, neither
-// finished nor terminating, whose availability does not change with time.
-func (m *Memo) settledNode(v *view, n *nodeState) (memoNode, bool) {
-	e := memoNode{node: n.node, verdict: n.verdict}
+// onlyPerNode reports whether p's writes are pod creates, pod deletes and the status,
+// with no event and no time to wait for.
+func onlyPerNode(p *Plan) bool {
+	w := len(p.Creates) + len(p.Deletes)
+	if p.Status != nil {
+		w++
+	}
+	return p.Writes() == w && len(p.Events) == 0 && p.RequeueAfter == 0 && len(p.FailedPodNodes) == 0
+}
+
+// entry is n's entry, with its pod create or delete added to p, if the rules decide
+// the node alone: an existing node with at most one pod, of the current revision and
+// not finished, whose availability does not change with time.
+func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
+	e := memoNode{node: n.node, verdict: n.verdict, pending: n.creating}
 	// What a node waits for (n.wait) only explains; with every pod current, none of
 	// it holds back a write.
-	if n.node == nil || len(n.pods) > 1 || n.creating {
+	if n.node == nil || len(n.pods) > 1 {
 		return e, false
 	}
 	if len(n.pods) == 1 {
 		pod := n.pods[0]
-		if v.deleting(pod) || isTerminal(pod) || !v.updated(pod) {
+		if isTerminal(pod) || !v.updated(pod) {
 			return e, false
 		}
 		e.pod = pod
+		e.pending = e.pending || v.deleting(pod)
 	}
-	var scratch Plan
-	v.manage(n, m.surge, nil, &scratch)
-	if scratch.Writes() > 0 || len(scratch.Events) > 0 || scratch.RequeueAfter > 0 {
+	writes := len(p.Creates) + len(p.Deletes)
+	v.manage(n, m.surge, nil, p)
+	if len(p.Events) > 0 || p.RequeueAfter > 0 || len(p.FailedPodNodes) > 0 {
 		return e, false
 	}
+	e.pending = e.pending || len(p.Creates)+len(p.Deletes) > writes
 	if v.countNode(n, &e.share) > 0 {
 		return e, false
 	}
@@ -138,7 +163,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	ds := s.DaemonSet
 	if ds.DeletionTimestamp != nil || ds.UID != m.uid || ds.Generation != m.generation ||
 		!equalCount(ds.Status.CollisionCount, m.collisions) || !maps.Equal(ds.Annotations, m.annotations) ||
-		!s.InFlight.Empty() || len(s.Backoff) > 0 || len(s.Revisions) != len(m.revisions) ||
+		len(s.Backoff) > 0 || len(s.Revisions) != len(m.revisions) ||
 		progressing(&ds.Status) != nil { // left by a removed policy: the full decision clears it
 		return Plan{}, false
 	}
@@ -147,8 +172,63 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 			return Plan{}, false
 		}
 	}
+	changed, ok := m.compare(s)
+	if !ok {
+		return Plan{}, false
+	}
+	v := &view{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
+	v.gen, v.hasGen = templateGeneration(ds.Annotations)
+	p := Plan{Hash: m.hash}
+	m.pending = m.pending[:0]
+	deleting := 0 // pods of the changed nodes whose delete is in flight
+	for _, i := range changed {
+		e := &m.entries[i]
+		e.replaced = false
+		n := &nodeState{name: e.node.Name, node: e.node, verdict: e.verdict}
+		n.creating = len(s.InFlight.Creates) > 0 && s.InFlight.Creates[n.name]
+		n.pods = n.one[:0]
+		if e.pod != nil {
+			n.pods = append(n.pods, e.pod)
+			if len(s.InFlight.Deletes) > 0 && s.InFlight.Deletes[e.pod.UID] {
+				deleting++
+			}
+		}
+		next, ok := m.entry(v, n, &p)
+		if !ok {
+			return Plan{}, false
+		}
+		m.total.sub(e.share)
+		m.total.add(next.share)
+		e.share, e.pending = next.share, next.pending
+		if e.pending {
+			m.pending = append(m.pending, i)
+		}
+	}
+	if deleting != len(s.InFlight.Deletes) {
+		return Plan{}, false // a delete in flight for a pod the memo did not expect
+	}
+	finishPodChanges(s, &p)
+	p.Status = nextStatus(ds, m.total, s.InFlight.Empty(), ds.Status.CollisionCount)
+	return p, true
+}
+
+// compare brings the entries up to the snapshot's nodes and pods and returns those to
+// look at: the changed, the pending and those with a create in flight. It fails when
+// a node is gone or a pod does not fit one entry.
+func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 	m.epoch++
 	epoch := m.epoch
+	var changed []int
+	for _, i := range m.pending {
+		changed = m.markChanged(changed, i)
+	}
+	for name := range s.InFlight.Creates {
+		i, ok := m.byName[name]
+		if !ok {
+			return nil, false
+		}
+		changed = m.markChanged(changed, i)
+	}
 	var newNodes []*v1.Node
 	for _, node := range s.Nodes {
 		if i, ok := m.byNode[node]; ok {
@@ -165,16 +245,16 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 			newPods = append(newPods, pod)
 		}
 	}
-	v := &view{ds: ds, hash: m.hash, now: s.Now, elig: m.elig, surge: m.surge}
-	v.gen, v.hasGen = templateGeneration(ds.Annotations)
-	var changed []int
 	for _, node := range newNodes {
 		i, ok := m.byName[node.Name]
-		if !ok {
-			return Plan{}, false // a node joined: the full decision places its pod
+		if ok {
+			delete(m.byNode, m.entries[i].node)
+		} else {
+			i = len(m.entries) // a node joined
+			m.entries = append(m.entries, memoNode{})
+			m.byName[node.Name] = i
 		}
 		e := &m.entries[i]
-		delete(m.byNode, e.node)
 		e.node, e.seen, e.verdict = node, epoch, m.elig.Check(node)
 		m.byNode[node] = i
 		changed = m.markChanged(changed, i)
@@ -185,19 +265,19 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 			continue
 		case claimOwned:
 		default:
-			return Plan{}, false
+			return nil, false
 		}
 		name, ok := TargetNode(pod)
 		if !ok {
-			return Plan{}, false
+			return nil, false
 		}
 		i, ok := m.byName[name]
 		if !ok {
-			return Plan{}, false
+			return nil, false
 		}
 		e := &m.entries[i]
 		if e.pod != nil && (e.podSeen == epoch || e.replaced && e.changed == epoch) {
-			return Plan{}, false // a second pod on the node
+			return nil, false // a second pod on the node
 		}
 		if e.pod != nil {
 			delete(m.byPod, e.pod)
@@ -208,27 +288,16 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	}
 	for i := range m.entries {
 		e := &m.entries[i]
-		if e.seen != epoch || e.pod != nil && e.podSeen != epoch {
-			return Plan{}, false // a node or a pod is gone
+		if e.seen != epoch {
+			return nil, false // a node is gone
+		}
+		if e.pod != nil && e.podSeen != epoch {
+			delete(m.byPod, e.pod) // the pod is gone, or no longer ours
+			e.pod = nil
+			changed = m.markChanged(changed, i)
 		}
 	}
-	for _, i := range changed {
-		e := &m.entries[i]
-		e.replaced = false
-		n := &nodeState{name: e.node.Name, node: e.node, verdict: e.verdict}
-		n.pods = n.one[:0]
-		if e.pod != nil {
-			n.pods = append(n.pods, e.pod)
-		}
-		next, ok := m.settledNode(v, n)
-		if !ok {
-			return Plan{}, false
-		}
-		m.total.sub(e.share)
-		m.total.add(next.share)
-		e.share = next.share
-	}
-	return Plan{Hash: m.hash, Status: nextStatus(ds, m.total, true, ds.Status.CollisionCount)}, true
+	return changed, true
 }
 
 // markChanged adds entry i to the changed ones once per comparison.

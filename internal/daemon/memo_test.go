@@ -46,7 +46,11 @@ func newMemoCluster(seed uint64) *memoCluster {
 	}
 	hash := hashOf(ds)
 	c := &memoCluster{r: r, s: &Snapshot{DaemonSet: ds, Now: t0,
-		Revisions: []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)}}}
+		Revisions: []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)},
+		InFlight:  InFlight{Creates: map[string]bool{}, Deletes: map[types.UID]bool{}}}}
+	if r.IntN(4) == 0 {
+		c.s.MaxCreates, c.s.MaxDeletes = 2, 2
+	}
 	for range 3 + r.IntN(8) {
 		c.addNode()
 	}
@@ -62,16 +66,17 @@ func (c *memoCluster) addNode() {
 }
 
 // apply carries out a Plan as the controller and the cluster would: pods created
-// (sometimes not yet Ready), pods deleted, the status stored.
+// (sometimes not yet Ready), pods deleted, the status stored. A pod write may stay in
+// flight (the cache has not shown it yet) until a later change lands it, and a
+// deleted pod may linger while it terminates.
 func (c *memoCluster) apply(p Plan) {
 	ds := c.s.DaemonSet
 	for _, cr := range p.Creates {
-		c.nextPod++
-		opts := []podOpt{readySince(c.s.Now)}
 		if c.r.IntN(3) == 0 {
-			opts = []podOpt{notReady()}
+			c.s.InFlight.Creates[cr.Node] = true
+			continue
 		}
-		c.s.Pods = append(c.s.Pods, newPod(ds, fmt.Sprintf("agent-%d", c.nextPod), cr.Node, opts...))
+		c.addPod(cr.Node)
 	}
 	for _, a := range p.Adopt {
 		i := slices.Index(c.s.Pods, a)
@@ -80,7 +85,17 @@ func (c *memoCluster) apply(p Plan) {
 		c.s.Pods[i] = pod
 	}
 	for _, d := range p.Deletes {
-		c.s.Pods = slices.DeleteFunc(c.s.Pods, func(pod *v1.Pod) bool { return pod.UID == d.Pod.UID })
+		switch c.r.IntN(4) {
+		case 0:
+			c.s.InFlight.Deletes[d.Pod.UID] = true
+		case 1:
+			// The pod may be a copy by now (adopted in this Plan).
+			i := slices.IndexFunc(c.s.Pods, func(pod *v1.Pod) bool { return pod.UID == d.Pod.UID })
+			c.s.Pods[i] = c.s.Pods[i].DeepCopy()
+			terminating()(c.s.Pods[i])
+		default:
+			c.s.Pods = slices.DeleteFunc(c.s.Pods, func(pod *v1.Pod) bool { return pod.UID == d.Pod.UID })
+		}
 	}
 	if p.Status != nil {
 		next := ds.DeepCopy()
@@ -89,11 +104,50 @@ func (c *memoCluster) apply(p Plan) {
 	}
 }
 
+// addPod adds a pod of the DaemonSet on node, sometimes not yet Ready.
+func (c *memoCluster) addPod(node string) {
+	c.nextPod++
+	opts := []podOpt{readySince(c.s.Now)}
+	if c.r.IntN(3) == 0 {
+		opts = []podOpt{notReady()}
+	}
+	c.s.Pods = append(c.s.Pods, newPod(c.s.DaemonSet, fmt.Sprintf("agent-%d", c.nextPod), node, opts...))
+}
+
+// land ends one write in flight: the cache shows it, shows it before the controller
+// notices (a deleted pod gone while its delete is still listed), or the controller
+// stops waiting for it.
+func (c *memoCluster) land() string {
+	f := c.s.InFlight
+	for node := range f.Creates {
+		delete(f.Creates, node)
+		if c.r.IntN(4) == 0 {
+			return "create on " + node + " forgotten"
+		}
+		c.addPod(node)
+		return "create on " + node + " landed"
+	}
+	for uid := range f.Deletes {
+		switch c.r.IntN(4) {
+		case 0:
+			delete(f.Deletes, uid)
+			return "delete of " + string(uid) + " forgotten"
+		case 1:
+			c.s.Pods = slices.DeleteFunc(c.s.Pods, func(pod *v1.Pod) bool { return pod.UID == uid })
+			return "pod " + string(uid) + " gone, its delete still in flight"
+		}
+		delete(f.Deletes, uid)
+		c.s.Pods = slices.DeleteFunc(c.s.Pods, func(pod *v1.Pod) bool { return pod.UID == uid })
+		return "delete of " + string(uid) + " landed"
+	}
+	return "no write in flight"
+}
+
 // change makes one random change and says what it was.
 func (c *memoCluster) change() string {
 	s := c.s
 	pick := func(n int) int { return c.r.IntN(n) }
-	switch k := pick(10); {
+	switch k := pick(13); {
 	case k == 0 && len(s.Pods) > 0: // readiness flips
 		i := pick(len(s.Pods))
 		pod := s.Pods[i].DeepCopy()
@@ -148,6 +202,15 @@ func (c *memoCluster) change() string {
 		pod.Status.Phase = []v1.PodPhase{v1.PodFailed, v1.PodSucceeded}[pick(2)]
 		s.Pods[i] = pod
 		return "pod " + pod.Name + " finished"
+	case k >= 9 && k < 12 && !s.InFlight.Empty():
+		return c.land()
+	case k == 12: // a new generation whose template is the same
+		ds := s.DaemonSet.DeepCopy()
+		ds.Generation++
+		ds.Spec.RevisionHistoryLimit = new(int32)
+		*ds.Spec.RevisionHistoryLimit = int32(5 + pick(5))
+		s.DaemonSet = ds
+		return "DaemonSet at generation " + fmt.Sprint(ds.Generation)
 	default:
 		node := s.Nodes[pick(len(s.Nodes))].Name
 		c.nextPod++
@@ -169,7 +232,7 @@ var planCmp = []cmp.Option{
 // Over random histories of a cluster, DecideWith with the Memo it keeps makes exactly
 // the Plan Decide makes, and takes the short way often.
 func TestDecideWithMemoMatchesDecide(t *testing.T) {
-	fast, afterChange, total := 0, 0, 0
+	fast, afterChange, withWrites, total := 0, 0, 0, 0
 	for seed := uint64(1); seed <= 200; seed++ {
 		c := newMemoCluster(seed)
 		var m *Memo
@@ -188,6 +251,9 @@ func TestDecideWithMemoMatchesDecide(t *testing.T) {
 				if changed {
 					afterChange++
 				}
+				if len(got.Creates)+len(got.Deletes) > 0 || !c.s.InFlight.Empty() {
+					withWrites++
+				}
 			}
 			m = next
 			c.apply(got)
@@ -199,9 +265,11 @@ func TestDecideWithMemoMatchesDecide(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d decisions taken from the memo, %d of them right after a change", fast, total, afterChange)
-	if fast < total/6 || afterChange < fast/10 {
-		t.Errorf("only %d of %d decisions used the memo (%d after a change); the simulation no longer exercises it", fast, total, afterChange)
+	t.Logf("%d of %d decisions taken from the memo, %d of them right after a change, %d with pod writes to make or in flight",
+		fast, total, afterChange, withWrites)
+	if fast < total/6 || afterChange < fast/10 || withWrites < fast/20 {
+		t.Errorf("only %d of %d decisions used the memo (%d after a change, %d with pod writes); the simulation no longer exercises it",
+			fast, total, afterChange, withWrites)
 	}
 }
 
@@ -248,6 +316,44 @@ func TestDecideWithMemoDropsOnDaemonSetChange(t *testing.T) {
 	c.s.DaemonSet = ds
 	if p, _ := DecideWith(c.s, m); p.Writes() != 0 {
 		t.Errorf("a DaemonSet being deleted got writes: %+v", p)
+	}
+}
+
+// A memo looks at every node with a write in flight, including writes it did not
+// plan: a delete in flight for a pod of a surging DaemonSet makes room for its
+// replacement at once, and holds back the observed generation.
+func TestDecideWithMemoSeesEveryWriteInFlight(t *testing.T) {
+	ds := newDS("agent", withBudget("1", "0"))
+	s := snap(ds, nodes("node-a", "node-b", "node-c"),
+		newPod(ds, "agent-a", "node-a"), newPod(ds, "agent-b", "node-b"), newPod(ds, "agent-c", "node-c"))
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Revisions = []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hashOf(ds), hashOf(ds), patch, 1)}
+	p, m := DecideWith(s, nil)
+	if p.Status == nil || m == nil {
+		t.Fatalf("a settled DaemonSet got no status (%v) or no memo (%v)", p.Status, m)
+	}
+	next := *s
+	next.DaemonSet = ds.DeepCopy()
+	next.DaemonSet.Status = *p.Status
+	next.DaemonSet.Generation++
+	next.InFlight = InFlight{Deletes: map[types.UID]bool{s.Pods[1].UID: true}}
+	want := Decide(&next)
+	if !sameStrings(createdOn(want), []string{"node-b"}) || want.Status != nil {
+		t.Fatalf("the full decision is not what this test is about: %+v", want)
+	}
+	// The generation changed: this memo is dropped, and the next one, made with a
+	// delete in flight, must see one in flight elsewhere.
+	_, m = DecideWith(&next, m)
+	if m == nil {
+		t.Fatal("no memo for a DaemonSet with a delete in flight")
+	}
+	next.InFlight = InFlight{Deletes: map[types.UID]bool{s.Pods[2].UID: true}}
+	got, _ := DecideWith(&next, m)
+	if want := Decide(&next); !cmp.Equal(want, got, planCmp...) {
+		t.Errorf("with a delete in flight the memo did not plan: %s", cmp.Diff(want, got, planCmp...))
 	}
 }
 
