@@ -7,7 +7,8 @@ import (
 )
 
 // memos keeps each DaemonSet's decision Memo between its syncs, so that the sync of a
-// settled DaemonSet looks only at the nodes and pods that changed (see daemon.Memo).
+// DaemonSet whose work is per node looks only at the nodes and pods that changed and
+// those with writes in flight (see daemon.Memo).
 // The workqueue never syncs one key twice at once, so a Memo has one user at a time.
 type memos struct {
 	mu    sync.Mutex

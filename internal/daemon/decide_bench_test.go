@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	apps "k8s.io/api/apps/v1"
@@ -102,7 +103,8 @@ func BenchmarkDecideRememberedVerdicts(b *testing.B) {
 
 // BenchmarkDecideWithMemo measures the decision for the same settled DaemonSet when
 // the previous decision's Memo is kept, as the controller does: with nothing changed
-// since, and with one pod's readiness flipping on every decision.
+// since, with one pod's readiness flipping on every decision, and with one node's
+// NoExecute taint coming and going (its pod to delete, then to keep).
 func BenchmarkDecideWithMemo(b *testing.B) {
 	for _, tc := range affinityCases() {
 		for _, n := range []int{1000, 10000} {
@@ -135,6 +137,23 @@ func BenchmarkDecideWithMemo(b *testing.B) {
 					// flip needs a new one.
 					if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
 						b.Fatal("the memo was dropped, or the flip not counted")
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/nodes=%d/one-node-tainted", tc.name, n), func(b *testing.B) {
+				s := steadySnapshot(b, n, tc.affinity)
+				_, m := DecideWith(s, nil)
+				i := slices.IndexFunc(s.Nodes, func(node *v1.Node) bool { return node.Name == s.Pods[n/2].Spec.NodeName })
+				clean := s.Nodes[i]
+				tainted := clean.DeepCopy()
+				withTaint("maintenance", v1.TaintEffectNoExecute)(tainted)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for k := 0; b.Loop(); k++ {
+					s.Nodes[i] = []*v1.Node{tainted, clean}[k%2]
+					var p Plan
+					if p, m = DecideWith(s, m); m == nil || len(p.Deletes) != 1-k%2 {
+						b.Fatal("the memo was dropped, or the tainted node's pod not deleted")
 					}
 				}
 			})
