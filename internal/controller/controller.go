@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -66,7 +65,7 @@ type Controller struct {
 
 	dsLister  appslisters.DaemonSetLister
 	revLister appslisters.ControllerRevisionLister
-	nodes     corelisters.NodeLister
+	nodes     *nodeList
 	pods      cache.Indexer
 	synced    []cache.InformerSynced
 
@@ -127,7 +126,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	}
 	c.dsLister = dsInformer.Lister()
 	c.revLister = revInformer.Lister()
-	c.nodes = nodeInformer.Lister()
+	c.nodes = newNodeList(nodeInformer.Lister())
 	c.pods = podInformer.Informer().GetIndexer()
 
 	logger := klog.FromContext(ctx)

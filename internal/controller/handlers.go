@@ -247,6 +247,7 @@ func (c *Controller) revisionHandler(logger klog.Logger) cache.ResourceEventHand
 func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
+			c.nodes.stale()
 			node, ok := obj.(*v1.Node)
 			if !ok {
 				return
@@ -267,6 +268,7 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			if !relabelled && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 				return
 			}
+			c.nodes.stale()
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				before, after := rules.Check(old), rules.Check(cur)
 				if before.Run != after.Run || before.KeepRunning != after.KeepRunning ||
@@ -277,6 +279,7 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			})
 		},
 		DeleteFunc: func(obj interface{}) {
+			c.nodes.stale()
 			node, ok := unwrap[*v1.Node](obj)
 			if !ok {
 				return

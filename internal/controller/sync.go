@@ -72,7 +72,7 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 	// lists below. Read the other way round, a pod added in between would be in
 	// neither, and its node would get a second one.
 	inflight := c.inflight.view(key)
-	nodes, err := c.nodes.List(labels.Everything())
+	nodes, err := c.nodes.list()
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes from cache: %w", err)
 	}
