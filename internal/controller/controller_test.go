@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,8 @@ func TestController_FollowsNodeLabels(t *testing.T) {
 	ds = h.createDaemonSet(ds)
 	h.waitFor("pods on the three workers", func() bool { return h.converged("agent", []string{"node-0", "node-1", "node-2"}) })
 	kept := h.podsByNode(ds)["node-0"][0].UID
+	incremental := h.ctrl.metrics.decisions.WithLabelValues("incremental")
+	before := testutil.ToFloat64(incremental)
 
 	h.updateNode("node-1", func(n *v1.Node) { n.Labels["role"] = "database" })
 	h.waitFor("node-1's pod gone and desired 2", func() bool { return h.converged("agent", []string{"node-0", "node-2"}) })
@@ -164,6 +167,11 @@ func TestController_FollowsNodeLabels(t *testing.T) {
 
 	if got := h.podsByNode(ds)["node-0"][0].UID; got != kept {
 		t.Errorf("node-0's pod was replaced (%s -> %s) though node-0 never changed", kept, got)
+	}
+	// A node moving out of or into the selector is one node's work: the syncs that
+	// delete and create its pod are decided from the memo.
+	if n := testutil.ToFloat64(incremental) - before; n < 2 {
+		t.Errorf("%v decisions of the two moves were incremental, want at least 2", n)
 	}
 }
 

@@ -12,6 +12,7 @@ type Metrics struct {
 	podsCreated  *prometheus.CounterVec
 	podsDeleted  *prometheus.CounterVec
 	failedPods   prometheus.Counter
+	decisions    *prometheus.CounterVec
 	desired      *prometheus.GaugeVec
 	updated      *prometheus.GaugeVec
 	available    *prometheus.GaugeVec
@@ -39,6 +40,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "everynode_failed_pods_total",
 			Help: "Failed daemon pods found and deleted.",
 		}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "everynode_decisions_total",
+			Help: "Decisions made by syncs: incremental (from the DaemonSet's memo, looking at changed nodes only) or full.",
+		}, []string{"way"}),
 		desired: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "everynode_daemonset_desired_pods",
 			Help: "Nodes that should run the DaemonSet's pod (status.desiredNumberScheduled).",
@@ -52,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Nodes with an available pod (status.numberAvailable).",
 		}, dsLabels),
 	}
-	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.failedPods, m.desired, m.updated, m.available,
+	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.failedPods, m.decisions, m.desired, m.updated, m.available,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "everynode_workqueue_depth",
 			Help: "DaemonSets waiting to be synced.",
@@ -63,6 +68,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			return float64(m.queueDepth())
 		}))
 	return m
+}
+
+// observeDecision counts a decision, incremental or full.
+func (m *Metrics) observeDecision(incremental bool) {
+	way := "full"
+	if incremental {
+		way = "incremental"
+	}
+	m.decisions.WithLabelValues(way).Inc()
 }
 
 func (m *Metrics) observeStatus(ds *apps.DaemonSet, s *apps.DaemonSetStatus) {

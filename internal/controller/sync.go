@@ -49,8 +49,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	plan, memo := daemon.DecideWith(snap, c.memos.get(key))
+	prev := c.memos.get(key)
+	plan, memo := daemon.DecideWith(snap, prev)
 	c.memos.set(key, memo)
+	incremental := prev != nil && memo == prev
+	c.metrics.observeDecision(incremental)
 	start := c.clock.Now()
 	err = c.apply(ctx, ds, key, &plan)
 	level := 4
@@ -58,7 +61,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		level = 2
 	}
 	logger.V(level).Info("Synced DaemonSet",
-		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash,
+		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash, "incremental", incremental,
 		"creates", len(plan.Creates), "deletes", len(plan.Deletes),
 		"statusWritten", plan.Status != nil, "requeueAfter", plan.RequeueAfter,
 		"applyTime", c.clock.Since(start), "err", err)
