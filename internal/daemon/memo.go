@@ -79,7 +79,7 @@ func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
 // has something to wait for.
 func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 	ds := s.DaemonSet
-	if v == nil || !v.memoable || !onlyPerNode(p) || len(s.Backoff) > 0 {
+	if v == nil || !v.memoable || !onlyPerNode(p) || len(s.Backoff) > 0 || !perNodeShape(v) {
 		return nil
 	}
 	m := &Memo{
@@ -115,6 +115,21 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 		return nil // claimed pods the rules skip: the full decision sorts them out
 	}
 	return m
+}
+
+// perNodeShape is the quick part of entry's test, before anything is allocated: every
+// node exists and has at most one pod, of the current revision and not finished. In
+// the middle of a rollout it fails at the first old pod.
+func perNodeShape(v *view) bool {
+	for _, n := range v.nodes {
+		if n.node == nil || len(n.pods) > 1 {
+			return false
+		}
+		if len(n.pods) == 1 && (isTerminal(n.pods[0]) || !v.updated(n.pods[0])) {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyPerNode reports whether p's writes are pod creates, pod deletes and the status,
