@@ -94,12 +94,13 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 	for _, r := range s.Revisions {
 		m.revisions[r] = true
 	}
-	var scratch Plan
+	var scratch Plan // the full decision has the writes; entry's are only counted
 	for _, n := range v.nodes {
 		e, ok := m.entry(v, n, &scratch)
 		if !ok {
 			return nil
 		}
+		scratch.Creates, scratch.Deletes = scratch.Creates[:0], scratch.Deletes[:0]
 		i := len(m.entries)
 		m.entries = append(m.entries, e)
 		m.byNode[n.node], m.byName[n.name] = i, i
