@@ -119,18 +119,24 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 }
 
 // perNodeShape is the quick part of entry's test, before anything is allocated: every
-// node exists and has at most one pod, of the current revision and not finished. In
-// the middle of a rollout it fails at the first old pod.
+// node has the shape of nodeAlone. In the middle of a rollout it fails at the first
+// old pod.
 func perNodeShape(v *view) bool {
 	for _, n := range v.nodes {
-		if n.node == nil || len(n.pods) > 1 {
-			return false
-		}
-		if len(n.pods) == 1 && (isTerminal(n.pods[0]) || !v.updated(n.pods[0])) {
+		if !nodeAlone(v, n) {
 			return false
 		}
 	}
 	return true
+}
+
+// nodeAlone reports whether n has the shape the rules decide alone: an existing node
+// with at most one pod, of the current revision and not finished.
+func nodeAlone(v *view, n *nodeState) bool {
+	if n.node == nil || len(n.pods) > 1 {
+		return false
+	}
+	return len(n.pods) == 0 || !isTerminal(n.pods[0]) && v.updated(n.pods[0])
 }
 
 // onlyPerNode reports whether p's writes are pod creates, pod deletes and the status,
@@ -144,22 +150,17 @@ func onlyPerNode(p *Plan) bool {
 }
 
 // entry is n's entry, with its pod create or delete added to p, if the rules decide
-// the node alone: an existing node with at most one pod, of the current revision and
-// not finished, whose availability does not change with time.
+// the node alone (nodeAlone) and its availability does not change with time.
 func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
 	e := memoNode{node: n.node, verdict: n.verdict, pending: n.creating}
 	// What a node waits for (n.wait) only explains; with every pod current, none of
 	// it holds back a write.
-	if n.node == nil || len(n.pods) > 1 {
+	if !nodeAlone(v, n) {
 		return e, false
 	}
 	if len(n.pods) == 1 {
-		pod := n.pods[0]
-		if isTerminal(pod) || !v.updated(pod) {
-			return e, false
-		}
-		e.pod = pod
-		e.pending = e.pending || v.deleting(pod)
+		e.pod = n.pods[0]
+		e.pending = e.pending || v.deleting(e.pod)
 	}
 	writes := len(p.Creates) + len(p.Deletes)
 	v.manage(n, m.surge, nil, p)
