@@ -61,7 +61,7 @@ func run(binary string, nodes, port int) error {
 	go func() {
 		s := bufio.NewScanner(out)
 		for s.Scan() {
-			if strings.HasPrefix(s.Text(), "sandbox ready") {
+			if strings.HasPrefix(s.Text(), "sandbox serving") {
 				close(serving)
 			}
 		}

@@ -24,9 +24,15 @@ the cluster.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			return sandbox.Run(cmd.Context(), cfg, func(kubeconfig string) {
-				fmt.Fprintf(os.Stdout, "sandbox ready: %d simulated nodes, %s controller; kubeconfig at %s (try: everynode kubectl get nodes)\n",
-					cfg.Sim.Nodes, cfg.Controller, kubeconfig)
+			return sandbox.Run(cmd.Context(), cfg, sandbox.Hooks{
+				Serving: func(kubeconfig string) {
+					fmt.Fprintf(os.Stdout, "sandbox serving: API server on https://127.0.0.1:%d; waiting for %d simulated nodes to turn Ready\n",
+						cfg.Port, cfg.Sim.Nodes)
+				},
+				Ready: func(kubeconfig string) {
+					fmt.Fprintf(os.Stdout, "sandbox ready: %d simulated nodes, %s controller; kubeconfig at %s (try: everynode kubectl get nodes)\n",
+						cfg.Sim.Nodes, cfg.Controller, kubeconfig)
+				},
 			})
 		},
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -21,12 +23,27 @@ import (
 	"github.com/everynode/everynode/internal/nodesim"
 )
 
-// Run starts a sandbox and keeps it up until ctx ends. ready, if not nil, is called
-// once with the kubeconfig path when the API answers and the sandbox's components
-// have started.
-func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
+// Hooks are told how a sandbox's start goes; a nil hook is skipped.
+type Hooks struct {
+	// Serving is called once with the kubeconfig path when the API answers and the
+	// sandbox's components have started.
+	Serving func(kubeconfig string)
+	// Ready is called once after Serving, when the simulated nodes asked for are
+	// Ready and untainted, so that a DaemonSet created now lands on every one of them.
+	Ready func(kubeconfig string)
+}
+
+// Run starts a sandbox and keeps it up until ctx ends, telling hooks how its start
+// goes.
+func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 	logger := klog.FromContext(ctx)
-	p := paths{cfg.DataDir}
+	// Every path handed to a component or written into a kubeconfig is absolute, so
+	// it means the same thing whatever the reader's working directory.
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+	}
+	p := paths{dir}
 	lock, err := lockDir(p)
 	if err != nil {
 		return err
@@ -103,9 +120,19 @@ func Run(ctx context.Context, cfg Config, ready func(kubeconfig string)) error {
 	if cfg.Controller == ControllerEveryNode {
 		g.Go(func() error { return runController(gctx, restCfg, cfg.ControllerWorkers) })
 	}
-	if ready != nil {
-		ready(kubeconfig)
+	if hooks.Serving != nil {
+		hooks.Serving(kubeconfig)
 	}
+	g.Go(func() error {
+		if err := waitNodesUsable(gctx, client, cfg.Sim.Nodes); err != nil {
+			return err
+		}
+		logger.V(1).Info("Simulated nodes Ready", "nodes", cfg.Sim.Nodes, "elapsed", time.Since(start).Round(time.Millisecond))
+		if hooks.Ready != nil {
+			hooks.Ready(kubeconfig)
+		}
+		return nil
+	})
 	err = g.Wait()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		return nil
@@ -139,7 +166,7 @@ func runController(ctx context.Context, restCfg *rest.Config, workers int) error
 func watchChild(ctx context.Context, c *component.Child, p paths) error {
 	select {
 	case <-c.Exited():
-		return fmt.Errorf("%s exited (%v); see %s", c.Name, c.Err(), p.logs(c.Name))
+		return exitError(c.Name, c.Err(), p.logs(c.Name))
 	case <-ctx.Done():
 		return nil
 	}
@@ -150,7 +177,7 @@ func waitServing(ctx context.Context, client kubernetes.Interface, apiserver *co
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-apiserver.Exited():
-			return false, fmt.Errorf("kube-apiserver exited (%v); see %s", apiserver.Err(), p.logs("kube-apiserver"))
+			return false, exitError("kube-apiserver", apiserver.Err(), p.logs("kube-apiserver"))
 		default:
 		}
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
@@ -158,6 +185,36 @@ func waitServing(ctx context.Context, client kubernetes.Interface, apiserver *co
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("the API server did not become ready: %w", err)
+	}
+	return err
+}
+
+// nodesReadyTimeout bounds the wait for the simulated nodes to turn Ready: about a
+// minute for 5,000 of them on a 2-core machine.
+const nodesReadyTimeout = 10 * time.Minute
+
+// waitNodesUsable waits until at least n simulated nodes are Ready and free of the
+// not-ready taint, which the node lifecycle controller lifts.
+func waitNodesUsable(ctx context.Context, client kubernetes.Interface, n int) error {
+	if n == 0 {
+		return nil
+	}
+	selector := nodesim.LabelSimulated + "=true"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		usable := 0
+		for i := range list.Items {
+			if nodesim.Usable(&list.Items[i]) {
+				usable++
+			}
+		}
+		return usable >= n, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("the %d simulated nodes did not all turn Ready within %s; see the logs of kube-controller-manager and the sandbox", n, nodesReadyTimeout)
 	}
 	return err
 }

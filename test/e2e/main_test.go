@@ -5,14 +5,11 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,49 +71,15 @@ func startSandbox() (func(), error) {
 	}
 	cmd := exec.Command(env.binary, "sandbox", "--data-dir", env.dataDir, "--port", fmt.Sprint(port), "--controller", controller,
 		"--nodes", fmt.Sprint(simNodes), "--pod-ready-delay", "300ms", "--pod-stop-delay", "300ms")
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
+	sandbox, err := startSandboxProcess(cmd, "sandbox: ", 3*time.Minute)
 	if err != nil {
-		return nil, err
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; logs in %s", err, filepath.Join(env.dataDir, "logs"))
 	}
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-		}
+		sandbox.stop()
 		if os.Getenv("EVERYNODE_E2E_KEEP") == "" {
 			os.RemoveAll(work)
 		}
-	}
-	ready := make(chan error, 1)
-	go func() {
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			line := scanner.Text()
-			fmt.Fprintln(os.Stderr, "sandbox:", line)
-			if strings.HasPrefix(line, "sandbox ready") {
-				ready <- nil
-			}
-		}
-		ready <- fmt.Errorf("sandbox exited before it was ready; logs in %s", filepath.Join(env.dataDir, "logs"))
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			stop()
-			return nil, err
-		}
-	case <-time.After(3 * time.Minute):
-		stop()
-		return nil, fmt.Errorf("sandbox not ready within 3 minutes")
 	}
 	env.kubeconfig = filepath.Join(env.dataDir, "kubeconfig")
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
