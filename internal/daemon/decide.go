@@ -84,37 +84,24 @@ func decide(s *Snapshot) (Plan, *view) {
 	}
 	v := newView(s, elig, p.Hash, claimed)
 	v.dupHashes = hp.dupHashs
-	rolling := ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType
 	pol := ParsePolicy(ds.Annotations)
 	v.selector, v.memoable = selector, !pol.Set && len(hp.dupHashs) == 0
-	if rolling && pol.StableNewNodes {
+	driven := drivesUpdate(ds, &pol)
+	if driven && pol.StableNewNodes {
 		if v.stable = stableTemplate(ds, hp.old, claimed, v.updated); v.stable != nil {
 			v.stableGate = v.newNodeGate(&pol, hp.current, hp.old, rolloutSince(ds, s.Now))
 		}
 	}
 	v.surge = allowsSurge(ds)
-	for _, n := range v.nodes {
-		v.manage(n, v.surge, s.Backoff, &p)
-	}
+	v.place(s.Backoff, &p)
 	c, wait := v.count()
 	// The update moves only once the placement rules are satisfied and every earlier
 	// write has been seen, so its budget is computed from a settled state.
 	var cond *apps.DaemonSetCondition
 	concluded := false
 	v.settled = len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty()
-	if v.settled && rolling {
-		if b, err := rollingBudget(ds, int(c.desired)); err != nil {
-			p = invalid(p, fmt.Sprintf("spec.updateStrategy.rollingUpdate: %v; fix the value to resume the update", err))
-		} else {
-			r := v.assess(&pol, hp.current, hp.old, rolloutSince(ds, s.Now), int(c.desired))
-			r.unsaved = hp.create
-			v.rollOut(int(c.desired), b, r.gate, &p)
-			cond, concluded = r.conclude(v, c, &p), true
-			p.requeueWithin(r.recheck)
-			if !r.gate.holdUntil.IsZero() {
-				p.requeueWithin(r.gate.holdUntil.Sub(s.Now))
-			}
-		}
+	if v.settled && driven {
+		cond, concluded = v.update(&pol, revisions{current: hp.current, old: hp.old, unsaved: hp.create}, c, &p)
 	}
 	finishPodChanges(s, &p)
 

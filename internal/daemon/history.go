@@ -92,7 +92,7 @@ func decideHistory(ds *apps.DaemonSet, patch []byte, controlled []*apps.Controll
 			hp.old = append(hp.old, r)
 		}
 	}
-	slices.SortStableFunc(hp.old, func(a, b *apps.ControllerRevision) int { return cmpInt64(a.Revision, b.Revision) })
+	sortRevisions(hp.old)
 	next := int64(1)
 	if n := len(hp.old); n > 0 {
 		next = hp.old[n-1].Revision + 1
@@ -184,6 +184,12 @@ func newRevision(ds *apps.DaemonSet, name, hash string, patch []byte, number int
 // ControllerRef is the owner reference by which ds controls its pods and revisions.
 func ControllerRef(ds *apps.DaemonSet) *metav1.OwnerReference {
 	return metav1.NewControllerRef(ds, apps.SchemeGroupVersion.WithKind("DaemonSet"))
+}
+
+// sortRevisions sorts revisions oldest first, by Revision number; equal numbers keep
+// their order.
+func sortRevisions(revs []*apps.ControllerRevision) {
+	slices.SortStableFunc(revs, func(a, b *apps.ControllerRevision) int { return cmpInt64(a.Revision, b.Revision) })
 }
 
 func cmpInt64(a, b int64) int {

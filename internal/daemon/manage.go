@@ -8,6 +8,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// place is the placement stage: it applies the placement rules to every node of the
+// view, planning the pod creates and deletes they call for.
+func (v *view) place(backoff map[string]time.Time, p *Plan) {
+	for _, n := range v.nodes {
+		v.manage(n, v.surge, backoff, p)
+	}
+}
+
 // manage applies the placement rules to one node: a pod where one belongs, none where
 // none may run, failed and finished pods replaced, excess pods removed.
 //
