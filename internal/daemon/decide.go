@@ -85,6 +85,7 @@ func decide(s *Snapshot) (Plan, *view) {
 	v := newView(s, elig, p.Hash, claimed)
 	v.dupHashes = hp.dupHashs
 	pol := ParsePolicy(ds.Annotations)
+	pol.checkStrategy(ds, false)
 	v.selector, v.memoable = selector, !pol.Set && len(hp.dupHashs) == 0
 	driven := drivesUpdate(ds, &pol)
 	if driven && pol.StableNewNodes {

@@ -6,6 +6,13 @@
 // release, create and delete, the revisions to write, the status to store, the events to
 // record and when to look again.
 //
+// A decision has two stages, each its own function over the same view of the
+// DaemonSet: placement (place: which pods must exist where, and the status counters)
+// and update (update: which pods of older revisions go, when, and what each node
+// waits for — the budget and the rollout policy). Decide runs both (full mode).
+// DecideUpdate runs the update stage alone over the placement another controller
+// keeps (companion mode, see CompanionManages).
+//
 // Promises:
 //   - Everything here is a pure function of its inputs: no API calls, no clock, no
 //     randomness, no logging. The same Snapshot always yields the same Plan.

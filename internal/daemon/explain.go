@@ -21,8 +21,11 @@ type Report struct {
 	// Progressing is the rollout's condition as the next sync would store it (the
 	// stored one when that sync does not assess the rollout); nil when there is none.
 	Progressing *apps.DaemonSetCondition
-	// Problems are the rollout annotations that do not parse.
+	// Problems are the rollout annotations that do not parse or cannot apply.
 	Problems []string
+	// Companion: the DaemonSet is one companion mode manages, and the report is of
+	// the update stage alone (another controller creates its pods).
+	Companion bool
 	// Settled: no write is outstanding and the placement rules plan none, so a
 	// RollingUpdate is assessed (its own creates and deletes may follow).
 	Settled bool
@@ -59,15 +62,26 @@ type PodReport struct {
 	Deleting  bool
 }
 
-// Explain reports, node by node, what Decide would decide and why.
+// Explain reports, node by node, what Decide would decide and why. For a DaemonSet
+// that companion mode manages (see CompanionManages) it reports what DecideUpdate
+// would decide: the update stage over the placement another controller keeps.
 func Explain(s *Snapshot) Report {
-	p, v := decide(s)
-	r := Report{Hash: p.Hash, Events: p.Events, Settled: v != nil && v.settled}
+	companion := CompanionManages(s.DaemonSet)
+	decideFor := decide
+	if companion {
+		decideFor = decideUpdate
+	}
+	p, v := decideFor(s)
+	r := Report{Hash: p.Hash, Events: p.Events, Settled: v != nil && v.settled, Companion: companion}
 	pol := ParsePolicy(s.DaemonSet.Annotations)
+	pol.checkStrategy(s.DaemonSet, companion)
 	r.Problems = pol.Problems
-	if p.Status != nil {
+	switch {
+	case p.Progressing != nil:
+		r.Progressing = p.Progressing
+	case p.Status != nil:
 		r.Progressing = progressing(p.Status)
-	} else {
+	default:
 		r.Progressing = progressing(&s.DaemonSet.Status)
 	}
 	if v == nil {
@@ -91,6 +105,9 @@ func Explain(s *Snapshot) Report {
 		next[node] = append(next[node], fmt.Sprintf("delete pod %s (%s)", d.Pod.Name, d.Reason))
 	}
 	for _, n := range v.nodes {
+		if companion && n.node != nil && n.verdict.Run && !v.hasLivePod(n) {
+			next[n.name] = append(next[n.name], "wait for the DaemonSet controller that places pods to create one")
+		}
 		nr := NodeReport{Node: n.name, Verdict: n.verdict, Waiting: n.wait, Until: n.waitUntil, Next: next[n.name]}
 		if n.verdict.node == "" {
 			nr.Verdict.node = n.name

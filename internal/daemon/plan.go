@@ -86,6 +86,10 @@ type Plan struct {
 	PruneRevisions []*apps.ControllerRevision
 	// Status is the status to store, or nil when it is unchanged.
 	Status *apps.DaemonSetStatus
+	// Progressing, set only by DecideUpdate (companion mode), is the Progressing
+	// condition to store on its own — the other controller keeps the rest of the
+	// status — or nil when it is unchanged.
+	Progressing *apps.DaemonSetCondition
 	// Events are to be recorded on the DaemonSet.
 	Events []Event
 	// RequeueAfter, when positive, asks for another look after that long even if
@@ -157,7 +161,7 @@ func (p *Plan) Writes() int {
 	n := len(p.Adopt) + len(p.Release) + len(p.AdoptRevisions) + len(p.ReleaseRevisions) +
 		len(p.LabelRevisions) + len(p.Relabel) + len(p.DedupRevisions) +
 		len(p.Deletes) + len(p.Creates) + len(p.PruneRevisions) + len(p.MarkRevisions)
-	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil, p.Rollback != nil} {
+	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil, p.Progressing != nil, p.Rollback != nil} {
 		if w {
 			n++
 		}

@@ -26,6 +26,10 @@ const (
 	AnnotationProgressDeadline = RolloutPrefix + "progress-deadline"
 	AnnotationMaxRestarts      = RolloutPrefix + "max-restarts"
 	AnnotationOnFailure        = RolloutPrefix + "on-failure"
+	// AnnotationMaxUnavailable is the budget of an OnDelete DaemonSet's update, which
+	// spec.updateStrategy has no field for: with it, everynode rolls the update out
+	// (deleting old pods in turn) instead of waiting for someone to delete them.
+	AnnotationMaxUnavailable = RolloutPrefix + "max-unavailable"
 )
 
 // Marks the controller keeps on ControllerRevisions, so that what a rollout learned
@@ -67,6 +71,8 @@ type Policy struct {
 	// MaxRestarts: negative for no limit.
 	MaxRestarts int64
 	Rollback    bool // on failure, roll back rather than pause
+	// MaxUnavailable is the update budget of an OnDelete DaemonSet; nil for none.
+	MaxUnavailable *intstr.IntOrString
 	// Problems are the annotations that could not be parsed: while there is one, the
 	// rollout holds.
 	Problems []string
@@ -162,8 +168,36 @@ func (p *Policy) parse(key, val string) error {
 		default:
 			return fmt.Errorf("want %q or %q", OnFailurePause, OnFailureRollback)
 		}
+	case AnnotationMaxUnavailable:
+		v := intstr.Parse(val)
+		if err := validMaxUnavailable(v); err != nil {
+			return err
+		}
+		p.MaxUnavailable = &v
 	default:
 		return fmt.Errorf("unknown rollout annotation; see docs/rollouts.md for the ones everynode reads")
+	}
+	return nil
+}
+
+// validMaxUnavailable checks a max-unavailable value as apps/v1 checks a
+// RollingUpdate's maxUnavailable when maxSurge is zero: a whole number or a
+// percentage, not negative, at most 100%, and not zero (the update could never start).
+func validMaxUnavailable(v intstr.IntOrString) error {
+	const want = "want a number of nodes (1) or a percentage of the desired nodes (10%), more than zero"
+	if v.Type == intstr.Int {
+		if v.IntValue() < 1 {
+			return fmt.Errorf("%s", want)
+		}
+		return nil
+	}
+	pct, found := strings.CutSuffix(v.StrVal, "%")
+	n, err := strconv.Atoi(pct)
+	switch {
+	case !found || err != nil:
+		return fmt.Errorf("%s", want)
+	case n < 1 || n > 100:
+		return fmt.Errorf("%s; a percentage must be between 1%% and 100%%", want)
 	}
 	return nil
 }

@@ -64,6 +64,16 @@ func (v *view) deleting(pod *v1.Pod) bool {
 	return pod.DeletionTimestamp != nil || (len(v.inflight.Deletes) > 0 && v.inflight.Deletes[pod.UID])
 }
 
+// hasLivePod reports whether a pod on n is neither finished nor on its way out.
+func (v *view) hasLivePod(n *nodeState) bool {
+	for _, pod := range n.pods {
+		if !v.deleting(pod) && !isTerminal(pod) {
+			return true
+		}
+	}
+	return false
+}
+
 func (v *view) updated(pod *v1.Pod) bool {
 	return isUpdated(pod, v.hash, v.gen, v.hasGen) || v.dupHashes[pod.Labels[HashLabel]]
 }
