@@ -68,7 +68,7 @@ func TestDecideUpdate(t *testing.T) {
 			},
 			reason: ReasonRollingOut},
 		{name: "a terminating old pod is unavailable", ds: companionDS("1"),
-			setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "old-n3", "n3", old(), terminating())) },
+			setup:  func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "old-n3", "n3", old(), terminating())) },
 			reason: ReasonRollingOut},
 		{name: "a recreated pod not yet available is unavailable", ds: companionDS("2"),
 			setup:   func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", notReady())) },
@@ -187,13 +187,15 @@ func TestDecideUpdateIsDecidesUpdateStage(t *testing.T) {
 		ds    *apps.DaemonSet
 		setup func(ds *apps.DaemonSet, s *Snapshot)
 	}{
-		"first step":   {ds: companionDS("2")},
-		"mid-rollout":  {ds: companionDS("2"), setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", notReady())) }},
-		"waves":        {ds: companionDS("9", AnnotationWaves, "zone", AnnotationWaveOrder, "b"), setup: func(_ *apps.DaemonSet, s *Snapshot) { zones(s) }},
-		"partition":    {ds: companionDS("9", AnnotationPartition, "3")},
-		"paused":       {ds: companionDS("9", AnnotationPaused, "true")},
-		"crash loop":   {ds: companionDS("1", AnnotationMaxRestarts, "1", AnnotationOnFailure, OnFailureRollback), setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n2", "n2", withRestarts(2, 0))) }},
-		"deadline":     {ds: companionDS("1", AnnotationProgressDeadline, "1m"), setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n2", "n2", notReady(), createdAt(t0.Add(-2*time.Minute)))) }},
+		"first step":  {ds: companionDS("2")},
+		"mid-rollout": {ds: companionDS("2"), setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", notReady())) }},
+		"waves":       {ds: companionDS("9", AnnotationWaves, "zone", AnnotationWaveOrder, "b"), setup: func(_ *apps.DaemonSet, s *Snapshot) { zones(s) }},
+		"partition":   {ds: companionDS("9", AnnotationPartition, "3")},
+		"paused":      {ds: companionDS("9", AnnotationPaused, "true")},
+		"crash loop":  {ds: companionDS("1", AnnotationMaxRestarts, "1", AnnotationOnFailure, OnFailureRollback), setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n2", "n2", withRestarts(2, 0))) }},
+		"deadline": {ds: companionDS("1", AnnotationProgressDeadline, "1m"), setup: func(ds *apps.DaemonSet, s *Snapshot) {
+			replace(s, newPod(ds, "new-n2", "n2", notReady(), createdAt(t0.Add(-2*time.Minute))))
+		}},
 		"invalid":      {ds: companionDS("1", AnnotationCanary, "a=b=c")},
 		"broken nodes": {ds: companionDS("1"), setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "old-n5", "n5", old(), notReady())) }},
 	}
