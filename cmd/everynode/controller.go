@@ -26,9 +26,18 @@ func newControllerCommand() *cobra.Command {
 		Use:   "controller",
 		Short: "Run the DaemonSet controller against a cluster",
 		Long: `Run everynode's DaemonSet controller against the cluster of --kubeconfig,
-$KUBECONFIG or the in-cluster service account. Stop kube-controller-manager's own
-DaemonSet controller first (--controllers=*,-daemonset-controller): two controllers
-would fight over the same pods.`,
+$KUBECONFIG or the in-cluster service account.
+
+In full mode (the default) it is the cluster's DaemonSet controller: stop
+kube-controller-manager's own first (--controllers=*,-daemonset-controller), or the
+two would fight over the same pods.
+
+In companion mode (--mode companion), for clusters whose own DaemonSet controller
+cannot be turned off (EKS, GKE, AKS), that controller keeps creating pods and
+writing the status counters, and everynode rolls out the updates of the OnDelete
+DaemonSets annotated rollout.everynode.dev/max-unavailable: it deletes their old
+pods within that budget, in the order the rollout annotations say, and keeps their
+Progressing condition. Every other DaemonSet is left alone. See docs/rollouts.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			explicit := cmd.Flags().Changed("leader-elect")
@@ -84,6 +93,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, cfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
+		Mode:              cfg.Mode,
 		BurstReplicas:     cfg.BurstReplicas,
 		MinStatusInterval: cfg.MinStatusInterval,
 		SyncBatchPeriod:   cfg.SyncBatchPeriod,

@@ -45,7 +45,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 			pruneErr = fmt.Errorf("deleting old revision %s: %w", r.Name, err)
 		}
 	}
-	statusErr := c.writeStatus(ctx, ds, key, p.Status)
+	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeProgressing(ctx, ds, key, p.Progressing))
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
 	}

@@ -47,3 +47,27 @@ func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, p *daemon
 	}
 	return nil
 }
+
+// writeProgressing stores the Progressing condition alone (companion mode): a
+// strategic merge patch of the status's conditions, which merge by type, touches no
+// counter and no other condition. The cluster's own DaemonSet controller writes the
+// rest of the status with resourceVersion preconditions, so neither write can undo
+// the other.
+func (c *Controller) writeProgressing(ctx context.Context, ds *apps.DaemonSet, key string, cond *apps.DaemonSetCondition) error {
+	if cond == nil {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []apps.DaemonSetCondition{*cond}}})
+	if err != nil {
+		return err
+	}
+	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the Progressing condition: %w", err)
+	}
+	c.written.note(key, ds.ResourceVersion, written)
+	return nil
+}

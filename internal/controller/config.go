@@ -9,6 +9,8 @@ import (
 
 // Config is the configuration of `everynode controller`: the typed form of its flags.
 type Config struct {
+	// Mode: see Options.Mode.
+	Mode          string
 	Kubeconfig    string
 	Namespace     string
 	Workers       int
@@ -30,6 +32,7 @@ type Config struct {
 
 func DefaultConfig() Config {
 	return Config{
+		Mode:              ModeFull,
 		Workers:           2,
 		QPS:               20,
 		Burst:             30,
@@ -44,6 +47,7 @@ func DefaultConfig() Config {
 
 // AddFlags binds the configuration to flags.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Mode, "mode", c.Mode, `"full": place every DaemonSet's pods and roll its updates out (the cluster's own DaemonSet controller must be off). "companion": run beside the cluster's own DaemonSet controller, as on managed clusters, and roll out the updates of OnDelete DaemonSets annotated `+"rollout.everynode.dev/max-unavailable"+` by deleting their old pods in turn; that controller recreates them.`)
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Manage the DaemonSets of this namespace only. Default: all namespaces.")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "DaemonSets synced concurrently.")
@@ -66,6 +70,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 // default (explicit is false).
 func (c *Config) Validate(explicit bool) error {
 	switch {
+	case c.Mode != ModeFull && c.Mode != ModeCompanion:
+		return fmt.Errorf("--mode must be %s or %s, got %q", ModeFull, ModeCompanion, c.Mode)
 	case c.Workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", c.Workers)
 	case c.Burst < 0:

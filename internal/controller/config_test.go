@@ -16,6 +16,8 @@ func TestConfigFlagsAndValidation(t *testing.T) {
 		wantErr  string // substring; empty: valid
 	}{
 		{name: "defaults are valid", args: nil},
+		{name: "companion mode", args: []string{"--mode=companion"}},
+		{name: "unknown mode", args: []string{"--mode=shadow"}, wantErr: `--mode must be full or companion, got "shadow"`},
 		{name: "workers at least one", args: []string{"--workers=0"}, wantErr: "--workers must be at least 1"},
 		{name: "burst replicas at least one", args: []string{"--burst-replicas=0"}, wantErr: "--burst-replicas must be at least 1"},
 		{name: "negative api burst", args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst must not be negative"},
@@ -53,6 +55,9 @@ func TestConfigFlagsAndValidation(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	cfg := DefaultConfig()
+	if cfg.Mode != ModeFull {
+		t.Errorf("default mode = %q, want %q", cfg.Mode, ModeFull)
+	}
 	if cfg.Workers != 2 || cfg.QPS != 20 || cfg.Burst != 30 || cfg.BurstReplicas != 250 || cfg.LeaderElect {
 		t.Errorf("defaults = %+v, want workers 2, qps 20, burst 30, burst-replicas 250, leader election off until in-cluster", cfg)
 	}

@@ -23,8 +23,21 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// Modes of the controller.
+const (
+	// ModeFull places every DaemonSet's pods and rolls its updates out: the cluster's
+	// own DaemonSet controller must be off.
+	ModeFull = "full"
+	// ModeCompanion runs beside the cluster's own DaemonSet controller, which keeps
+	// placement: everynode only rolls out the updates of the OnDelete DaemonSets
+	// that opt in (daemon.CompanionManages), deleting their old pods in turn.
+	ModeCompanion = "companion"
+)
+
 // Options tune a Controller. The zero value of a field means its default.
 type Options struct {
+	// Mode is ModeFull (the default) or ModeCompanion.
+	Mode string
 	// BurstReplicas caps the pod creates, and separately the deletes, of one sync.
 	BurstReplicas int
 	// MinStatusInterval is the shortest time between two status writes of a
@@ -50,9 +63,13 @@ const DefaultBurstReplicas = 250
 // of a rollout.
 const DefaultSyncBatchPeriod = 100 * time.Millisecond
 
-// EventSource names this controller on the events it records; it is the name
-// kube-controller-manager's DaemonSet controller uses, so tools filtering on it work.
-const EventSource = "daemonset-controller"
+// EventSource names this controller on the events it records in full mode; it is
+// the name kube-controller-manager's DaemonSet controller uses, so tools filtering on
+// it work. In companion mode, beside that controller, events say CompanionEventSource.
+const (
+	EventSource          = "daemonset-controller"
+	CompanionEventSource = "everynode"
+)
 
 // Controller keeps every DaemonSet's pods on its eligible nodes.
 type Controller struct {
@@ -92,6 +109,16 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	source := EventSource
+	switch opts.Mode {
+	case "":
+		opts.Mode = ModeFull
+	case ModeFull:
+	case ModeCompanion:
+		source = CompanionEventSource
+	default:
+		return nil, fmt.Errorf("unknown mode %q: use %s or %s", opts.Mode, ModeFull, ModeCompanion)
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
@@ -102,7 +129,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		clock:    opts.Clock,
 		metrics:  opts.Metrics,
 		events:   broadcaster,
-		recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventSource}),
+		recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: source}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "everynode", Clock: opts.Clock},

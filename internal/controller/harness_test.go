@@ -35,6 +35,8 @@ type harness struct {
 	api    *fakeAPI
 	inv    *invariants
 	ctrl   *Controller
+	// builtin, in companion mode, plays the cluster's own DaemonSet controller.
+	builtin *builtinPlacement
 }
 
 type harnessOptions struct {
@@ -45,6 +47,9 @@ type harnessOptions struct {
 	// batch is the controller's SyncBatchPeriod; zero means DefaultSyncBatchPeriod
 	// and a negative value none.
 	batch time.Duration
+	// mode is the controller's Mode. In companion mode the harness also plays the
+	// cluster's own DaemonSet controller (builtinPlacement).
+	mode string
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -62,7 +67,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	if opts.batch == 0 {
 		opts.batch = DefaultSyncBatchPeriod
 	}
-	ctrl, err := New(ctx, client, factory, Options{BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, SyncBatchPeriod: opts.batch})
+	ctrl, err := New(ctx, client, factory, Options{Mode: opts.mode, BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, SyncBatchPeriod: opts.batch})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -82,6 +87,9 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		}
 	})
 	h := &harness{t: t, ctx: ctx, client: client, api: api, inv: inv, ctrl: ctrl}
+	if opts.mode == ModeCompanion {
+		h.builtin = &builtinPlacement{h: h}
+	}
 	h.waitFor("the controller to be ready", ctrl.Ready)
 	return h
 }
@@ -94,6 +102,9 @@ const annotationNeverReady = "harness.everynode.dev/never-ready"
 // node its affinity pins it to (if that node exists) and reported Running and Ready
 // (not Ready, for annotationNeverReady).
 func (h *harness) step() {
+	if h.builtin != nil {
+		h.builtin.step()
+	}
 	pods, err := h.client.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
 	if err != nil {
 		return

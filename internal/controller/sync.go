@@ -45,14 +45,27 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	ds = c.written.freshest(key, ds)
 
+	companion := c.opts.Mode == ModeCompanion
+	if companion && !daemon.CompanionManages(ds) {
+		logger.V(5).Info("Not a DaemonSet companion mode manages: the cluster's own controller rolls it out")
+		c.inflight.forget(key)
+		return 0, nil
+	}
 	snap, err := c.snapshot(ds, key)
 	if err != nil {
 		return 0, err
 	}
-	prev := c.memos.get(key)
-	plan, memo := daemon.DecideWith(snap, prev)
-	c.memos.set(key, memo)
-	incremental := prev != nil && memo == prev
+	var plan daemon.Plan
+	incremental := false
+	if companion {
+		plan = daemon.DecideUpdate(snap)
+	} else {
+		prev := c.memos.get(key)
+		var memo *daemon.Memo
+		plan, memo = daemon.DecideWith(snap, prev)
+		c.memos.set(key, memo)
+		incremental = prev != nil && memo == prev
+	}
 	c.metrics.observeDecision(incremental)
 	start := c.clock.Now()
 	err = c.apply(ctx, ds, key, &plan)
@@ -63,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	logger.V(level).Info("Synced DaemonSet",
 		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash, "incremental", incremental,
 		"creates", len(plan.Creates), "deletes", len(plan.Deletes),
-		"statusWritten", plan.Status != nil, "requeueAfter", plan.RequeueAfter,
+		"statusWritten", plan.Status != nil || plan.Progressing != nil, "requeueAfter", plan.RequeueAfter,
 		"applyTime", c.clock.Since(start), "err", err)
 	return plan.RequeueAfter, err
 }
