@@ -94,4 +94,3 @@ func (b *builtinPlacement) apply(ds *apps.DaemonSet, p daemon.Plan) {
 		_, _ = h.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(h.ctx, next, metav1.UpdateOptions{})
 	}
 }
-
