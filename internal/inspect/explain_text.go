@@ -120,6 +120,10 @@ func (e *Explanation) writeSummary(w io.Writer) error {
 	total := Count(r)
 	fmt.Fprintf(w, "daemonset/%s: current revision %s (hash %s); %d nodes should run it, %d run the current revision, %d of them available\n",
 		e.DaemonSet.Name, rev, r.Hash, total.Nodes, total.Updated, total.Available)
+	if r.Companion {
+		fmt.Fprintf(w, "Update: everynode deletes old pods within %s=%s; the DaemonSet controller that places pods recreates them\n",
+			daemon.AnnotationMaxUnavailable, e.DaemonSet.Annotations[daemon.AnnotationMaxUnavailable])
+	}
 	switch c := r.Progressing; {
 	case c != nil:
 		fmt.Fprintf(w, "Progressing: %s/%s: %s (since %s)\n", c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.RFC3339))

@@ -137,7 +137,8 @@ func (p Progress) Block() []string {
 	return lines
 }
 
-// Status prints a DaemonSet's rollout progress. With Watch it follows the rollout and
+// Status prints a DaemonSet's rollout progress: a RollingUpdate's, or that of an
+// OnDelete DaemonSet everynode rolls out (daemon.CompanionManages). With Watch it follows the rollout and
 // returns nil once it is complete; an error when the rollout fails (its Progressing
 // condition is False: failed, rolled back, invalid annotation), the Timeout passes or
 // the DaemonSet is deleted. Without Watch it prints the progress once, and fails only
@@ -150,8 +151,9 @@ func Status(ctx context.Context, client kubernetes.Interface, ns, name string, o
 	if err != nil {
 		return err
 	}
-	if t := ds.Spec.UpdateStrategy.Type; t != apps.RollingUpdateDaemonSetStrategyType {
-		return fmt.Errorf("daemonset/%s uses updateStrategy %s, which has no rollout to follow: its pods change only when they are deleted", name, t)
+	if t := ds.Spec.UpdateStrategy.Type; t != apps.RollingUpdateDaemonSetStrategyType && !daemon.CompanionManages(ds) {
+		return fmt.Errorf("daemonset/%s uses updateStrategy %s, which has no rollout to follow: its pods change only when they are deleted; annotate it %s to have everynode roll it out",
+			name, t, daemon.AnnotationMaxUnavailable)
 	}
 	if !o.Watch {
 		p, err := Look(ctx, client, ds, o.Now())

@@ -238,3 +238,22 @@ func TestStatusOnDelete(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// An OnDelete DaemonSet that everynode rolls out (max-unavailable) is followed like a
+// RollingUpdate, from the counters the cluster's own controller keeps.
+func TestStatusCompanionOnDelete(t *testing.T) {
+	ds := withCounts(newDS("agent", map[string]string{daemon.AnnotationMaxUnavailable: "1"}), 3, 2, 3)
+	ds.Spec.UpdateStrategy = apps.DaemonSetUpdateStrategy{Type: apps.OnDeleteDaemonSetStrategyType}
+	client := fake.NewClientset(ds)
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- Status(context.Background(), client, ns, "agent", opts(&out)) }()
+	out.waitFor(t, "2 of 3 updated")
+	setStatus(t, client, func(ds *apps.DaemonSet) { withCounts(ds, 3, 3, 3) })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `daemonset "agent" successfully rolled out`) {
+		t.Errorf("output:\n%s", out.String())
+	}
+}

@@ -13,6 +13,9 @@ import (
 const (
 	ControllerEveryNode = "everynode"
 	ControllerUpstream  = "upstream" // kube-controller-manager's own
+	// ControllerCompanion runs kube-controller-manager's own DaemonSet controller and
+	// everynode in companion mode beside it: a managed cluster.
+	ControllerCompanion = "companion"
 	ControllerNone      = "none"
 )
 
@@ -41,7 +44,7 @@ func DefaultConfig() Config {
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "Directory holding the sandbox's state (etcd data, certificates, kubeconfig, logs). Restarting on the same directory keeps the cluster.")
 	fs.IntVar(&c.Port, "port", c.Port, "Port of the API server on 127.0.0.1.")
-	fs.StringVar(&c.Controller, "controller", c.Controller, `DaemonSet controller to run: "everynode", "upstream" (kube-controller-manager's own) or "none".`)
+	fs.StringVar(&c.Controller, "controller", c.Controller, `DaemonSet controller to run: "everynode", "upstream" (kube-controller-manager's own), "companion" (kube-controller-manager's own with everynode in companion mode beside it, as on a managed cluster) or "none".`)
 	fs.IntVar(&c.ControllerWorkers, "workers", c.ControllerWorkers, "Workers of the everynode controller.")
 	c.Sim.AddFlags(fs)
 }
@@ -53,8 +56,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--data-dir must not be empty")
 	case c.Port < 1 || c.Port > 65535:
 		return fmt.Errorf("--port must be between 1 and 65535, got %d", c.Port)
-	case c.Controller != ControllerEveryNode && c.Controller != ControllerUpstream && c.Controller != ControllerNone:
-		return fmt.Errorf("--controller must be everynode, upstream or none, got %q", c.Controller)
+	case c.Controller != ControllerEveryNode && c.Controller != ControllerUpstream && c.Controller != ControllerCompanion && c.Controller != ControllerNone:
+		return fmt.Errorf("--controller must be everynode, upstream, companion or none, got %q", c.Controller)
 	case c.ControllerWorkers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", c.ControllerWorkers)
 	}

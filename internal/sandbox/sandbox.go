@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 	}
 	kcm.Stateless = true
 	children = append(children, kcm)
-	if cfg.Controller == ControllerUpstream {
+	if cfg.Controller == ControllerUpstream || cfg.Controller == ControllerCompanion {
 		ds, err := startChild(ctx, p, "daemonset-controller", "kube-controller-manager", upstreamDaemonSetArgs(kubeconfig))
 		if err != nil {
 			return err
@@ -117,8 +117,11 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 		g.Go(func() error { return watchChild(gctx, c, p) })
 	}
 	g.Go(func() error { return nodesim.New(client, cfg.Sim).Run(gctx) })
-	if cfg.Controller == ControllerEveryNode {
-		g.Go(func() error { return runController(gctx, restCfg, cfg.ControllerWorkers) })
+	switch cfg.Controller {
+	case ControllerEveryNode:
+		g.Go(func() error { return runController(gctx, restCfg, controller.ModeFull, cfg.ControllerWorkers) })
+	case ControllerCompanion:
+		g.Go(func() error { return runController(gctx, restCfg, controller.ModeCompanion, cfg.ControllerWorkers) })
 	}
 	if hooks.Serving != nil {
 		hooks.Serving(kubeconfig)
@@ -140,8 +143,8 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 	return err
 }
 
-// runController runs everynode's DaemonSet controller in this process.
-func runController(ctx context.Context, restCfg *rest.Config, workers int) error {
+// runController runs everynode's DaemonSet controller in this process, in mode.
+func runController(ctx context.Context, restCfg *rest.Config, mode string, workers int) error {
 	ctrlCfg := controller.DefaultConfig()
 	ctrlCfg.QPS = 0 // the sandbox's API server is there for it: no client-side limit
 	client, err := kubernetes.NewForConfig(ctrlCfg.RESTConfig(restCfg))
@@ -150,6 +153,7 @@ func runController(ctx context.Context, restCfg *rest.Config, workers int) error
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, ctrlCfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
+		Mode:              mode,
 		MinStatusInterval: ctrlCfg.MinStatusInterval,
 		SyncBatchPeriod:   ctrlCfg.SyncBatchPeriod,
 		Metrics:           controller.NewMetrics(prometheus.NewRegistry()),
