@@ -168,7 +168,15 @@ func (s *Sandbox) Stop() {
 // StartProxy starts a counting proxy in front of the sandbox's API server, serving
 // with the API server's own certificate, and writes a kubeconfig that points at it.
 func (s *Sandbox) StartProxy(kubeconfigPath string) (*Proxy, error) {
-	tr, err := NewTLSTransport(s.Config.TLSClientConfig.CAFile)
+	caPEM := s.Config.TLSClientConfig.CAData
+	if len(caPEM) == 0 {
+		pem, err := os.ReadFile(s.Config.TLSClientConfig.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the sandbox's CA certificate: %w", err)
+		}
+		caPEM = pem
+	}
+	tr, err := NewTLSTransport(caPEM)
 	if err != nil {
 		return nil, err
 	}

@@ -5,14 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,17 +46,13 @@ func NewProxy(upstream *url.URL, transport http.RoundTripper) *Proxy {
 	return p
 }
 
-// NewTLSTransport is a transport to an API server whose serving certificate caFile
-// holds, speaking HTTP/2 as client-go does. It neither asks for nor undoes
-// compression: the client's Accept-Encoding goes through as it is.
-func NewTLSTransport(caFile string) (*http.Transport, error) {
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
+// NewTLSTransport is a transport to an API server whose serving certificate is
+// signed by a CA of caPEM, speaking HTTP/2 as client-go does. It neither asks for nor
+// undoes compression: the client's Accept-Encoding goes through as it is.
+func NewTLSTransport(caPEM []byte) (*http.Transport, error) {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("no certificate in %s", caFile)
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no CA certificate to trust the API server by")
 	}
 	return &http.Transport{
 		Proxy:               nil,
