@@ -40,7 +40,6 @@ type Sandbox struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
-	server *url.URL
 }
 
 // SandboxOptions configure StartSandbox.
@@ -116,9 +115,6 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	if s.Client, err = kubernetes.NewForConfig(s.Config); err != nil {
 		return fail(err)
 	}
-	if s.server, err = url.Parse(s.Config.Host); err != nil {
-		return fail(err)
-	}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-s.exited:
@@ -168,27 +164,40 @@ func (s *Sandbox) Stop() {
 // StartProxy starts a counting proxy in front of the sandbox's API server, serving
 // with the API server's own certificate, and writes a kubeconfig that points at it.
 func (s *Sandbox) StartProxy(kubeconfigPath string) (*Proxy, error) {
-	caPEM := s.Config.TLSClientConfig.CAData
+	return StartProxy(s.Dir, kubeconfigPath)
+}
+
+// StartProxy starts a counting proxy in front of the API server of the sandbox whose
+// data directory is dir, serving with the API server's own certificate, and writes
+// to kubeconfigPath the sandbox's kubeconfig pointed at the proxy.
+func StartProxy(dir, kubeconfigPath string) (*Proxy, error) {
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok || cfg.Clusters[ctx.Cluster] == nil {
+		return nil, fmt.Errorf("the sandbox kubeconfig in %s has no current cluster", dir)
+	}
+	cluster := cfg.Clusters[ctx.Cluster]
+	server, err := url.Parse(cluster.Server)
+	if err != nil {
+		return nil, err
+	}
+	caPEM := cluster.CertificateAuthorityData
 	if len(caPEM) == 0 {
-		pem, err := os.ReadFile(s.Config.TLSClientConfig.CAFile)
-		if err != nil {
+		if caPEM, err = os.ReadFile(cluster.CertificateAuthority); err != nil {
 			return nil, fmt.Errorf("reading the sandbox's CA certificate: %w", err)
 		}
-		caPEM = pem
 	}
 	tr, err := NewTLSTransport(caPEM)
 	if err != nil {
 		return nil, err
 	}
-	p := NewProxy(s.server, tr)
-	pki := filepath.Join(s.Dir, "pki")
+	p := NewProxy(server, tr)
+	pki := filepath.Join(dir, "pki")
 	addr, err := p.ListenTLS(filepath.Join(pki, "apiserver.crt"), filepath.Join(pki, "apiserver.key"))
 	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.LoadFromFile(s.Kubeconfig)
-	if err != nil {
-		p.Close()
 		return nil, err
 	}
 	for _, c := range cfg.Clusters {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -116,6 +117,7 @@ func isPodReady(pod *v1.Pod) bool {
 // when it starts, and checks its invariants after every event: every state the API
 // server stored is seen, in order.
 type invariantWatcher struct {
+	client       kubernetes.Interface
 	ns, selector string
 	invariants   []invariant
 	cancel       context.CancelFunc
@@ -133,14 +135,21 @@ type invariantWatcher struct {
 // first breaches rather than thousands.
 const maxViolations = 10
 
-// watchInvariants starts checking the pods of namespace ns matching selector. The
-// invariants must hold when it starts, too. Call stop to end it and report breaches.
+// watchInvariants starts checking the pods of namespace ns matching selector in the
+// package's sandbox. The invariants must hold when it starts, too. Call stop to end
+// it and report breaches.
 func watchInvariants(t *testing.T, ns, selector string, invariants ...invariant) *invariantWatcher {
 	t.Helper()
+	return watchInvariantsOf(t, env.client, ns, selector, invariants...)
+}
+
+// watchInvariantsOf is watchInvariants in the cluster of client.
+func watchInvariantsOf(t *testing.T, client kubernetes.Interface, ns, selector string, invariants ...invariant) *invariantWatcher {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &invariantWatcher{ns: ns, selector: selector, invariants: invariants, cancel: cancel, done: make(chan struct{}),
+	w := &invariantWatcher{client: client, ns: ns, selector: selector, invariants: invariants, cancel: cancel, done: make(chan struct{}),
 		pods: map[types.UID]*v1.Pod{}, peaks: make([]int, len(invariants))}
-	pods := env.client.CoreV1().Pods(ns)
+	pods := client.CoreV1().Pods(ns)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		cancel()
@@ -250,7 +259,7 @@ func describe(byNode map[string][]*v1.Pod) string {
 func (w *invariantWatcher) stop(t *testing.T) []int {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := env.client.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: w.selector})
+		list, err := w.client.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: w.selector})
 		if err != nil {
 			return false, nil
 		}

@@ -41,6 +41,8 @@ const (
 	annWaveOrder        = "rollout.everynode.dev/wave-order"
 	annProgressDeadline = "rollout.everynode.dev/progress-deadline"
 	annOnFailure        = "rollout.everynode.dev/on-failure"
+	annMaxRestarts      = "rollout.everynode.dev/max-restarts"
+	annMaxUnavailable   = "rollout.everynode.dev/max-unavailable"
 	markFailed          = "rollout.everynode.dev/failed"
 	markAvailable       = "rollout.everynode.dev/available-at"
 )
