@@ -45,7 +45,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 			pruneErr = fmt.Errorf("deleting old revision %s: %w", r.Name, err)
 		}
 	}
-	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeProgressing(ctx, ds, key, p.Progressing))
+	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeCondition(ctx, ds, key, p.Progressing))
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
 	}
@@ -62,7 +62,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 func (c *Controller) applyHistory(ctx context.Context, ds *apps.DaemonSet, p *daemon.Plan) error {
 	revisions := c.client.AppsV1().ControllerRevisions(ds.Namespace)
 	for _, r := range p.LabelRevisions {
-		if _, err := revisions.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+		if _, err := revisions.Update(ctx, r, metav1.UpdateOptions{FieldManager: c.fieldManager}); err != nil {
 			return fmt.Errorf("labelling revision %s: %w", r.Name, err)
 		}
 	}
@@ -72,13 +72,13 @@ func (c *Controller) applyHistory(ctx context.Context, ds *apps.DaemonSet, p *da
 		}
 	}
 	if r := p.RenumberRevision; r != nil {
-		if _, err := revisions.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+		if _, err := revisions.Update(ctx, r, metav1.UpdateOptions{FieldManager: c.fieldManager}); err != nil {
 			return fmt.Errorf("renumbering revision %s: %w", r.Name, err)
 		}
 	}
 	for _, pod := range p.Relabel {
 		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, daemon.HashLabel, p.Hash)
-		if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, mergePatch, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, mergePatch, patch, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("relabelling pod %s to revision %s: %w", pod.Name, p.Hash, err)
 		}
 	}
@@ -96,7 +96,7 @@ func (c *Controller) applyHistory(ctx context.Context, ds *apps.DaemonSet, p *da
 // decides what the collision means.
 func (c *Controller) createRevision(ctx context.Context, ds *apps.DaemonSet, r *apps.ControllerRevision) error {
 	revisions := c.client.AppsV1().ControllerRevisions(ds.Namespace)
-	_, err := revisions.Create(ctx, r, metav1.CreateOptions{})
+	_, err := revisions.Create(ctx, r, metav1.CreateOptions{FieldManager: c.fieldManager})
 	if err == nil || !apierrors.IsAlreadyExists(err) {
 		if err != nil {
 			return fmt.Errorf("creating revision %s: %w", r.Name, err)
@@ -130,7 +130,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, key st
 	}
 	next := ds.DeepCopy()
 	next.Status = *status
-	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: c.fieldManager})
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// A newer DaemonSet is on its way to the cache. Its update event may

@@ -24,7 +24,7 @@ func (c *Controller) markRevisions(ctx context.Context, ds *apps.DaemonSet, p *d
 		if err != nil {
 			return err
 		}
-		if _, err := revisions.Patch(ctx, m.Revision.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := revisions.Patch(ctx, m.Revision.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking revision %s with %s: %w", m.Revision.Name, m.Key, err)
 		}
 	}
@@ -37,7 +37,7 @@ func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, p *daemon
 	if r := p.Rollback; r != nil {
 		// The revision's Data is a strategic merge patch that replaces the template,
 		// exactly what `kubectl rollout undo` applies.
-		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, r.Data.Raw, metav1.PatchOptions{}); err != nil {
+		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, r.Data.Raw, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil {
 			return fmt.Errorf("rolling back to revision %d (%s): %w", r.Revision, r.Name, err)
 		}
 		// The template changed under the status just written: syncs wait for the
@@ -48,12 +48,12 @@ func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, p *daemon
 	return nil
 }
 
-// writeProgressing stores the Progressing condition alone (companion mode): a
+// writeCondition stores one condition of the DaemonSet's status on its own: a
 // strategic merge patch of the status's conditions, which merge by type, touches no
-// counter and no other condition. The cluster's own DaemonSet controller writes the
-// rest of the status with resourceVersion preconditions, so neither write can undo
-// the other.
-func (c *Controller) writeProgressing(ctx context.Context, ds *apps.DaemonSet, key string, cond *apps.DaemonSetCondition) error {
+// counter and no other condition. Companion mode stores its Progressing condition so:
+// the cluster's own DaemonSet controller writes the rest of the status with
+// resourceVersion preconditions, so neither write can undo the other.
+func (c *Controller) writeCondition(ctx context.Context, ds *apps.DaemonSet, key string, cond *apps.DaemonSetCondition) error {
 	if cond == nil {
 		return nil
 	}
@@ -61,12 +61,12 @@ func (c *Controller) writeProgressing(ctx context.Context, ds *apps.DaemonSet, k
 	if err != nil {
 		return err
 	}
-	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: c.fieldManager}, "status")
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("writing the Progressing condition: %w", err)
+		return fmt.Errorf("writing the %s condition: %w", cond.Type, err)
 	}
 	c.written.note(key, ds.ResourceVersion, written)
 	return nil

@@ -71,14 +71,24 @@ const (
 	CompanionEventSource = "everynode"
 )
 
+// The field managers the API server records on everynode's writes, in each mode; a
+// write by any other manager to a DaemonSet full mode manages shows another
+// controller at work (see foreignWrites).
+const (
+	FieldManager          = "everynode"
+	CompanionFieldManager = "everynode-companion"
+)
+
 // Controller keeps every DaemonSet's pods on its eligible nodes.
 type Controller struct {
-	client   kubernetes.Interface
-	opts     Options
-	clock    clock.WithTicker
-	metrics  *Metrics
-	recorder record.EventRecorder
-	events   record.EventBroadcaster
+	client kubernetes.Interface
+	opts   Options
+	// fieldManager names the controller on every write it makes.
+	fieldManager string
+	clock        clock.WithTicker
+	metrics      *Metrics
+	recorder     record.EventRecorder
+	events       record.EventBroadcaster
 
 	dsLister  appslisters.DaemonSetLister
 	revLister appslisters.ControllerRevisionLister
@@ -94,7 +104,10 @@ type Controller struct {
 	memos    *memos
 	pace     *statusPace
 	batch    *syncBatcher
-	ready    atomic.Bool
+	foreign  *foreignWrites
+	// standDownOnce logs, once, that another DaemonSet controller is active.
+	standDownOnce sync.Once
+	ready         atomic.Bool
 }
 
 // Ready reports whether the caches have synced and workers are running.
@@ -109,13 +122,13 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	source := EventSource
+	source, manager := EventSource, FieldManager
 	switch opts.Mode {
 	case "":
 		opts.Mode = ModeFull
 	case ModeFull:
 	case ModeCompanion:
-		source = CompanionEventSource
+		source, manager = CompanionEventSource, CompanionFieldManager
 	default:
 		return nil, fmt.Errorf("unknown mode %q: use %s or %s", opts.Mode, ModeFull, ModeCompanion)
 	}
@@ -124,12 +137,13 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	c := &Controller{
-		client:   client,
-		opts:     opts,
-		clock:    opts.Clock,
-		metrics:  opts.Metrics,
-		events:   broadcaster,
-		recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: source}),
+		client:       client,
+		opts:         opts,
+		fieldManager: manager,
+		clock:        opts.Clock,
+		metrics:      opts.Metrics,
+		events:       broadcaster,
+		recorder:     broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: source}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "everynode", Clock: opts.Clock},
@@ -141,6 +155,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		memos:    newMemos(),
 		pace:     newStatusPace(opts.MinStatusInterval),
 		batch:    newSyncBatcher(opts.SyncBatchPeriod, opts.Clock),
+		foreign:  newForeignWrites(manager),
 	}
 	c.metrics.queueDepth = c.queue.Len
 
@@ -150,6 +165,16 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	nodeInformer := factory.Core().V1().Nodes()
 	if err := podInformer.Informer().AddIndexers(podIndexers()); err != nil {
 		return nil, fmt.Errorf("adding pod indexes: %w", err)
+	}
+	// The caches keep no managed fields (trimForCache); the pod and DaemonSet ones
+	// are read first, to notice another controller writing to our DaemonSets.
+	for _, inf := range []cache.SharedIndexInformer{podInformer.Informer(), dsInformer.Informer()} {
+		if err := inf.SetTransform(func(obj any) (any, error) {
+			c.foreign.observe(obj)
+			return trimForCache(obj)
+		}); err != nil {
+			return nil, fmt.Errorf("setting the cache transform: %w", err)
+		}
 	}
 	c.dsLister = dsInformer.Lister()
 	c.revLister = revInformer.Lister()
@@ -187,6 +212,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return errors.New("informer caches did not sync before shutdown")
+	}
+	if c.opts.Mode == ModeFull {
+		c.foreign.arm()
 	}
 	logger.Info("Starting DaemonSet workers", "workers", workers)
 	c.ready.Store(true)

@@ -48,6 +48,7 @@ func (c *Controller) daemonSetHandler(logger klog.Logger) cache.ResourceEventHan
 		AddFunc: func(obj interface{}) {
 			if ds, ok := obj.(*apps.DaemonSet); ok {
 				logger.V(4).Info("DaemonSet added", "daemonset", klog.KObj(ds))
+				c.foreign.daemonSetSeen(cache.MetaObjectToName(ds).String(), ds)
 				c.enqueue(ds)
 			}
 		},
@@ -61,6 +62,11 @@ func (c *Controller) daemonSetHandler(logger klog.Logger) cache.ResourceEventHan
 				// Deleted and recreated under the same name between two watches.
 				c.forgetDaemonSet(old)
 			}
+			if c.foreign.daemonSetSeen(cache.MetaObjectToName(cur).String(), cur) {
+				logger.V(2).Info("DaemonSet status written by another controller", "daemonset", klog.KObj(cur))
+				c.enqueue(cur)
+				return
+			}
 			if statusOnly(old, cur) {
 				logger.V(5).Info("DaemonSet status changed; nothing to do", "daemonset", klog.KObj(cur))
 				return
@@ -73,6 +79,7 @@ func (c *Controller) daemonSetHandler(logger klog.Logger) cache.ResourceEventHan
 				return
 			}
 			logger.V(4).Info("DaemonSet deleted", "daemonset", klog.KObj(ds))
+			c.foreign.daemonSetGone(cache.MetaObjectToName(ds).String(), ds.UID)
 			c.forgetDaemonSet(ds)
 			c.enqueue(ds)
 		},
@@ -146,6 +153,9 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				if pod.DeletionTimestamp != nil {
 					c.inflight.deleteDone(key, pod.UID)
 				}
+				if c.foreign.podAdded(key, pod) {
+					logger.V(2).Info("Pod created by another controller", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+				}
 				logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
 				c.enqueueBatched(ds)
 				return
@@ -186,6 +196,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
+			c.foreign.podGone(pod.UID)
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), pod.UID)
 				logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))

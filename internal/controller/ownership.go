@@ -38,12 +38,12 @@ func (c *Controller) applyOwnership(ctx context.Context, ds *apps.DaemonSet, p *
 	}
 	pods := func(ns string) patcher {
 		return func(ctx context.Context, name string, data []byte) error {
-			_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, strategicPatch, data, metav1.PatchOptions{})
+			_, err := c.client.CoreV1().Pods(ns).Patch(ctx, name, strategicPatch, data, metav1.PatchOptions{FieldManager: c.fieldManager})
 			return err
 		}
 	}
 	revisions := func(ctx context.Context, name string, data []byte) error {
-		_, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Patch(ctx, name, strategicPatch, data, metav1.PatchOptions{})
+		_, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Patch(ctx, name, strategicPatch, data, metav1.PatchOptions{FieldManager: c.fieldManager})
 		return err
 	}
 	ref := daemon.ControllerRef(ds)

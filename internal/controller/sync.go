@@ -44,6 +44,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, fmt.Errorf("reading DaemonSet %s from cache: %w", key, err)
 	}
 	ds = c.written.freshest(key, ds)
+	if w, ok := c.foreign.contestedBy(key); ok {
+		return 0, c.standDown(ctx, ds, key, w)
+	}
 
 	companion := c.opts.Mode == ModeCompanion
 	if companion && !daemon.CompanionManages(ds) {
