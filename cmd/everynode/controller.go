@@ -94,6 +94,8 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, cfg.InformerOptions()...)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
 		Mode:              cfg.Mode,
+		ProbeTimeout:      cfg.ProbeTimeout,
+		ProbeNamespace:    probeNamespace(cfg.ProbeNamespace),
 		BurstReplicas:     cfg.BurstReplicas,
 		MinStatusInterval: cfg.MinStatusInterval,
 		SyncBatchPeriod:   cfg.SyncBatchPeriod,
@@ -129,6 +131,18 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	}
 	logger.Info("Stopped")
 	return err
+}
+
+// probeNamespace is --probe-namespace, else the namespace everynode runs in
+// ($POD_NAMESPACE, which the install chart sets), else "default".
+func probeNamespace(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "default"
 }
 
 // checkReachable fails fast, in one line, when the API server does not answer.

@@ -47,6 +47,11 @@ func Start(ctx context.Context, name, component string, args []string, logPath s
 		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
 	}
 	cmd := exec.Command(self, append([]string{Command, component}, args...)...)
+	// The child is named after its component: client-go derives the user agent, and
+	// the API server the field manager of every write, from the program's name, so
+	// kube-controller-manager's writes are recorded as kube-controller-manager's, as
+	// in a real cluster, not as this binary's.
+	cmd.Args[0] = component
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -24,11 +24,18 @@ type Config struct {
 	// SyncBatchPeriod: see Options.SyncBatchPeriod.
 	SyncBatchPeriod time.Duration
 	MetricsAddr     string
-	Profiling       bool
-	Resync          time.Duration
-	LeaderElect     bool
-	Leader          LeaderConfig
+	// ProbeTimeout and ProbeNamespace: see Options.
+	ProbeTimeout   time.Duration
+	ProbeNamespace string
+	Profiling      bool
+	Resync         time.Duration
+	LeaderElect    bool
+	Leader         LeaderConfig
 }
+
+// DefaultProbeTimeout is the default --conflict-probe-timeout: an active DaemonSet
+// controller answers in well under a second.
+const DefaultProbeTimeout = 3 * time.Second
 
 func DefaultConfig() Config {
 	return Config{
@@ -41,6 +48,7 @@ func DefaultConfig() Config {
 		MinStatusInterval: time.Second,
 		SyncBatchPeriod:   DefaultSyncBatchPeriod,
 		MetricsAddr:       ":8080",
+		ProbeTimeout:      DefaultProbeTimeout,
 		Leader:            DefaultLeaderConfig(),
 	}
 }
@@ -58,6 +66,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
 	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
 	fs.DurationVar(&c.SyncBatchPeriod, "sync-batch-period", c.SyncBatchPeriod, "Shortest time between two syncs of a DaemonSet that pod and node events ask for: an event after a quiet spell syncs at once, the events of a busy moment share one sync when the period ends (less CPU in rollouts and node churn); 0 syncs on every event. DaemonSet changes sync at once.")
+	fs.DurationVar(&c.ProbeTimeout, "conflict-probe-timeout", c.ProbeTimeout, "Full mode: at start, before writing anything, create a DaemonSet that selects no node and wait this long for another DaemonSet controller (kube-controller-manager's, left on) to answer it; if one does, everynode writes to no DaemonSet and says why. 0 skips the probe (another controller's writes are still noticed as they happen).")
+	fs.StringVar(&c.ProbeNamespace, "probe-namespace", c.ProbeNamespace, "Namespace of the probe DaemonSet. Default: $POD_NAMESPACE, else default.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "Also serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --metrics-addr.")
 	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
@@ -86,6 +96,8 @@ func (c *Config) Validate(explicit bool) error {
 		return fmt.Errorf("--min-status-interval must not be negative, got %s", c.MinStatusInterval)
 	case c.SyncBatchPeriod < 0:
 		return fmt.Errorf("--sync-batch-period must not be negative, got %s", c.SyncBatchPeriod)
+	case c.ProbeTimeout < 0:
+		return fmt.Errorf("--conflict-probe-timeout must not be negative, got %s", c.ProbeTimeout)
 	case c.Resync < 0:
 		return fmt.Errorf("--resync must not be negative, got %s", c.Resync)
 	}

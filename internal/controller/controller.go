@@ -49,6 +49,12 @@ type Options struct {
 	// one sync at the end of the period; zero syncs on every event. Changes to a
 	// DaemonSet or its revisions sync at once either way.
 	SyncBatchPeriod time.Duration
+	// ProbeTimeout, in full mode, is how long the controller waits at start for
+	// another DaemonSet controller to answer its probe DaemonSet (see
+	// probeOtherController) before it writes anything; zero skips the probe.
+	ProbeTimeout time.Duration
+	// ProbeNamespace is where the probe DaemonSet is created ("default" when empty).
+	ProbeNamespace string
 	// Clock is the controller's time source (tests use a fake one).
 	Clock clock.WithTicker
 	// Metrics receives the controller's measurements; nil records nothing.
@@ -215,6 +221,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if c.opts.Mode == ModeFull {
 		c.foreign.arm()
+		c.probe(ctx)
 	}
 	logger.Info("Starting DaemonSet workers", "workers", workers)
 	c.ready.Store(true)
@@ -229,6 +236,29 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// probe runs the probe for another DaemonSet controller, if asked to; when one
+// answers, every DaemonSet is left to it. A probe that cannot run is logged and
+// skipped: the writes of another controller are still noticed as they happen.
+func (c *Controller) probe(ctx context.Context) {
+	if c.opts.ProbeTimeout <= 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	ns := c.opts.ProbeNamespace
+	if ns == "" {
+		ns = v1.NamespaceDefault
+	}
+	manager, err := c.probeOtherController(ctx, ns, c.opts.ProbeTimeout)
+	switch {
+	case err != nil:
+		logger.Error(err, "Could not probe for another DaemonSet controller; going on, watching for its writes")
+	case manager != "":
+		c.foreign.contestAll(manager, "answered everynode's probe DaemonSet")
+	default:
+		logger.V(1).Info("No other DaemonSet controller answered the probe", "waited", c.opts.ProbeTimeout)
+	}
 }
 
 func (c *Controller) runWorker(ctx context.Context) {

@@ -35,6 +35,9 @@ type foreignWrites struct {
 	marks, seen map[types.UID]statusMark
 	// contested are the DaemonSets another controller writes to, by key.
 	contested map[string]foreignWrite
+	// everyone, when its Manager is set, contests every DaemonSet: another
+	// controller answered the probe (see probeOtherController).
+	everyone foreignWrite
 }
 
 // statusMark is a status write by a field manager.
@@ -159,12 +162,23 @@ func (f *foreignWrites) contest(key, manager, what string) {
 	}
 }
 
+// contestAll records that another controller is at work on every DaemonSet.
+func (f *foreignWrites) contestAll(manager, what string) {
+	f.mu.Lock()
+	f.everyone = foreignWrite{Manager: manager, What: what}
+	f.mu.Unlock()
+}
+
 // contestedBy returns what showed another controller at work on the DaemonSet of
 // key, if anything did.
 func (f *foreignWrites) contestedBy(key string) (foreignWrite, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w, ok := f.contested[key]
+	if !ok && f.everyone.Manager != "" {
+		w, ok = f.everyone, true
+		f.contested[key] = w
+	}
 	return w, ok
 }
 

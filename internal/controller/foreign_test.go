@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/everynode/everynode/internal/daemon"
 )
@@ -173,3 +175,69 @@ func conditionOf(ds *apps.DaemonSet, typ apps.DaemonSetConditionType) *apps.Daem
 }
 
 func containsString(s, sub string) bool { return strings.Contains(s, sub) }
+
+// answerProbes plays another DaemonSet controller that answers everynode's probe:
+// it writes the status of every probe DaemonSet it finds, as kube-controller-manager.
+func answerProbes(ctx context.Context, client *fake.Clientset) {
+	for ctx.Err() == nil {
+		list, err := client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{LabelSelector: LabelProbe + "=true"})
+		if err == nil {
+			for i := range list.Items {
+				ds := &list.Items[i]
+				if ds.Status.ObservedGeneration == 0 {
+					ds.Status.ObservedGeneration = 1
+					_, _ = client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{FieldManager: otherController})
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestController_ProbeAnsweredLeavesEveryDaemonSetAlone: another controller answers
+// the probe at start, so everynode creates no pod for any DaemonSet, says why on
+// each, and removes its probe.
+func TestController_ProbeAnsweredLeavesEveryDaemonSetAlone(t *testing.T) {
+	h := newHarness(t, harnessOptions{probe: 5 * time.Second, answerProbe: true})
+	h.createNodes("node", 2, nil)
+	h.createDaemonSet(newDaemonSet("agent"))
+	h.waitFor("the ControllerConflict condition", func() bool {
+		c := conditionOf(h.daemonSet("agent"), ConditionControllerConflict)
+		return c != nil && strings.Contains(c.Message, "answered everynode's probe")
+	})
+	h.holdsFor(time.Second, "no pod created", func() bool { _, creates := h.countPodWrites(); return creates == 0 })
+	h.checkNoProbeLeft()
+}
+
+// TestController_ProbeUnansweredGoesOn: nobody answers within the probe's timeout, so
+// everynode manages the DaemonSets as usual, and the probe is gone.
+func TestController_ProbeUnansweredGoesOn(t *testing.T) {
+	h := newHarness(t, harnessOptions{probe: 300 * time.Millisecond})
+	nodes := h.createNodes("node", 2, nil)
+	h.createDaemonSet(newDaemonSet("agent"))
+	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
+	if c := conditionOf(h.daemonSet("agent"), ConditionControllerConflict); c != nil {
+		t.Errorf("conflict reported with nobody answering the probe: %+v", c)
+	}
+	h.checkNoProbeLeft()
+}
+
+func (h *harness) checkNoProbeLeft() {
+	h.t.Helper()
+	list, err := h.client.AppsV1().DaemonSets("").List(h.ctx, metav1.ListOptions{LabelSelector: LabelProbe + "=true"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		h.t.Errorf("%d probe DaemonSets left behind", len(list.Items))
+	}
+	created := 0
+	for _, a := range h.client.Actions() {
+		if a.Matches("create", "daemonsets") {
+			created++
+		}
+	}
+	if created != 2 { // the probe and the test's DaemonSet
+		h.t.Errorf("%d DaemonSets created, want the probe and the test's", created)
+	}
+}

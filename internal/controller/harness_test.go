@@ -47,6 +47,10 @@ type harnessOptions struct {
 	// batch is the controller's SyncBatchPeriod; zero means DefaultSyncBatchPeriod
 	// and a negative value none.
 	batch time.Duration
+	// probe is the controller's ProbeTimeout; answerProbe makes the harness answer
+	// the probe as another DaemonSet controller would.
+	probe       time.Duration
+	answerProbe bool
 	// mode is the controller's Mode. In companion mode the harness also plays the
 	// cluster's own DaemonSet controller (builtinPlacement).
 	mode string
@@ -67,7 +71,10 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	if opts.batch == 0 {
 		opts.batch = DefaultSyncBatchPeriod
 	}
-	ctrl, err := New(ctx, client, factory, Options{Mode: opts.mode, BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, SyncBatchPeriod: opts.batch})
+	if opts.answerProbe {
+		go answerProbes(ctx, client)
+	}
+	ctrl, err := New(ctx, client, factory, Options{Mode: opts.mode, ProbeTimeout: opts.probe, BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, SyncBatchPeriod: opts.batch})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -43,6 +43,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("reading DaemonSet %s from cache: %w", key, err)
 	}
+	if isProbe(ds) {
+		return 0, nil // the probe for another controller: its answer is read elsewhere
+	}
 	ds = c.written.freshest(key, ds)
 	if w, ok := c.foreign.contestedBy(key); ok {
 		return 0, c.standDown(ctx, ds, key, w)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/everynode/everynode/internal/nodesim"
 )
@@ -324,9 +325,15 @@ func waitRevisionHash(t *testing.T, ns, name string, revision int64) string {
 // waitEvent waits for an event of the given reason about the DaemonSet and returns it.
 func waitEvent(t *testing.T, ns, name, reason string) v1.Event {
 	t.Helper()
+	return waitEventOf(t, env.client, ns, name, reason)
+}
+
+// waitEventOf is waitEvent in the cluster of client.
+func waitEventOf(t *testing.T, client kubernetes.Interface, ns, name, reason string) v1.Event {
+	t.Helper()
 	var found v1.Event
 	waitFor(t, fmt.Sprintf("a %s event on %s", reason, name), func(ctx context.Context) (bool, error) {
-		list, err := env.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 			FieldSelector: "involvedObject.kind=DaemonSet,involvedObject.name=" + name + ",reason=" + reason,
 		})
 		if err != nil || len(list.Items) == 0 {
