@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,8 +107,14 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
+	// Ready (/readyz): leading with synced caches, or standing by for the Lease — a
+	// standby is what a second replica is for, and a Deployment must be able to
+	// roll it.
+	var standingBy atomic.Bool
+	standingBy.Store(cfg.LeaderElect)
+	ready := func() bool { return standingBy.Load() || ctrl.Ready() }
 	if cfg.MetricsAddr != "0" && cfg.MetricsAddr != "" {
-		srv, err := controller.Listen(cfg.MetricsAddr, reg, ctrl.Ready, cfg.Profiling)
+		srv, err := controller.Listen(cfg.MetricsAddr, reg, ready, cfg.Profiling)
 		if err != nil {
 			return err
 		}
@@ -115,6 +122,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 		g.Go(func() error { return srv.Serve(ctx) })
 	}
 	run := func(ctx context.Context) error {
+		standingBy.Store(false)
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
 		return ctrl.Run(ctx, cfg.Workers)

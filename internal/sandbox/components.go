@@ -58,7 +58,8 @@ func schedulerArgs(kubeconfig string) []string {
 
 // controllerManagerControllers are the kube-controller-manager controllers a sandbox
 // needs for namespaces, service accounts, garbage collection and node health to work
-// as in a real cluster.
+// as in a real cluster, and for Deployments (everynode's own install chart is one)
+// and their PodDisruptionBudgets.
 var controllerManagerControllers = []string{
 	"garbage-collector-controller",
 	"pod-garbage-collector-controller",
@@ -66,6 +67,9 @@ var controllerManagerControllers = []string{
 	"namespace-controller",
 	"serviceaccount-controller",
 	"serviceaccount-token-controller",
+	"deployment-controller",
+	"replicaset-controller",
+	"disruption-controller",
 }
 
 // controllerManagerArgs are the flags of the sandbox's kube-controller-manager. It

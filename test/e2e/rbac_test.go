@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/everynode/everynode/internal/component"
@@ -28,37 +28,45 @@ func TestRBACExampleIsEnough(t *testing.T) {
 	}
 	_, client := runSandboxNodes(t, dir, port, "none", 2)
 	waitSandboxNodes(t, client, 2)
-	admin := filepath.Join(dir, "kubeconfig")
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(env.binary, append([]string{"kubectl"}, args...)...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+admin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	run("apply", "-f", filepath.Join("..", "..", "docs", "examples", "rbac.yaml"))
-	token := run("create", "token", "everynode", "-n", "kube-system", "--duration", "1h")
+	adminKubectl(t, dir, "", "apply", "-f", filepath.Join("..", "..", "docs", "examples", "rbac.yaml"))
+	token := adminKubectl(t, dir, "", "create", "token", "everynode", "-n", "kube-system", "--duration", "1h")
+	ctrl := &controllerProcess{kubeconfig: tokenKubeconfig(t, dir, token), logs: filepath.Join(dir, "logs"),
+		args: []string{"--leader-elect", "--leader-elect-namespace", "kube-system"}}
+	ctrl.start(t)
+	t.Cleanup(ctrl.kill)
 
-	cfg, err := clientcmd.LoadFromFile(admin)
+	exerciseRollout(t, client, func(ns string) *apps.DaemonSet { return daemonSet(ns, "agent", nil) })
+	if _, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "everynode", metav1.GetOptions{}); err != nil {
+		t.Errorf("the leader election Lease: %v", err)
+	}
+	ctrl.kill()
+	checkNothingForbidden(t, filepath.Join(dir, "logs", "everynode-controller-1.log"))
+}
+
+// tokenKubeconfig writes, beside the sandbox in dir, its kubeconfig with the admin's
+// credentials replaced by token, and returns its path.
+func tokenKubeconfig(t *testing.T, dir, token string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(dir, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, auth := range cfg.AuthInfos {
 		auth.Token, auth.ClientCertificateData, auth.ClientKeyData = token, nil, nil
 	}
-	restricted := filepath.Join(dir, "everynode.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, restricted); err != nil {
+	path := filepath.Join(dir, "token.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
-	ctrl := &controllerProcess{kubeconfig: restricted, logs: filepath.Join(dir, "logs"),
-		args: []string{"--leader-elect", "--leader-elect-namespace", "kube-system"}}
-	ctrl.start(t)
-	t.Cleanup(ctrl.kill)
+	return path
+}
 
-	ns := "rbac"
+// exerciseRollout drives a DaemonSet made by newDS through every kind of write the
+// controller makes: a rollout that marks a revision available, then a release that
+// never becomes Ready, failed by the progress deadline and rolled back.
+func exerciseRollout(t *testing.T, client kubernetes.Interface, newDS func(ns string) *apps.DaemonSet) {
+	t.Helper()
+	ns := "rollout"
 	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +74,12 @@ func TestRBACExampleIsEnough(t *testing.T) {
 		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
-	ds := daemonSet(ns, "agent", nil)
-	ds.Annotations = map[string]string{
-		"rollout.everynode.dev/progress-deadline": "5s",
-		"rollout.everynode.dev/on-failure":        "rollback",
+	ds := newDS(ns)
+	if ds.Annotations == nil {
+		ds.Annotations = map[string]string{}
 	}
+	ds.Annotations["rollout.everynode.dev/progress-deadline"] = "5s"
+	ds.Annotations["rollout.everynode.dev/on-failure"] = "rollback"
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +109,13 @@ func TestRBACExampleIsEnough(t *testing.T) {
 	if marked != 1 {
 		t.Errorf("%d revisions marked failed, want the rolled-back one", marked)
 	}
+}
 
-	if _, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "everynode", metav1.GetOptions{}); err != nil {
-		t.Errorf("the leader election Lease: %v", err)
-	}
-	ctrl.kill()
-	logs, err := os.ReadFile(filepath.Join(dir, "logs", "everynode-controller-1.log"))
+// checkNothingForbidden fails the test for every request the controller's log says
+// was refused.
+func checkNothingForbidden(t *testing.T, logPath string) {
+	t.Helper()
+	logs, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}

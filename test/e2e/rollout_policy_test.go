@@ -798,6 +798,7 @@ func samePodUIDs(ctx context.Context, client kubernetes.Interface, ns string, wa
 type controllerProcess struct {
 	kubeconfig, logs string
 	args             []string // more flags
+	env              []string // more environment variables
 	runs             int
 	cmd              *exec.Cmd
 	synced           chan string // DaemonSet keys the current run logged a sync of
@@ -813,6 +814,7 @@ func (c *controllerProcess) start(t *testing.T) {
 	// -v=4 logs every sync, so the test knows when the new process has looked.
 	c.cmd = exec.Command(env.binary, append([]string{"controller", "--kubeconfig", c.kubeconfig, "--metrics-addr", "0", "-v", "4"}, c.args...)...)
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.cmd.Env = append(os.Environ(), c.env...)
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
