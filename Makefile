@@ -10,7 +10,7 @@ LIGHT_PKGS := $(UNIT_PKGS) ./test/... ./bench/...
 # as much again (go vet analyses every dependency).
 SANDBOX_PKGS := ./cmd/...
 
-.PHONY: build sandbox test vet unit race e2e vet-sandbox bench-smoke
+.PHONY: build sandbox test vet unit race e2e vet-sandbox bench-smoke image tools
 build:
 	$(GO) build -o bin/everynode ./cmd/everynode
 
@@ -18,9 +18,10 @@ build:
 sandbox: build
 	bin/everynode sandbox
 
-# The test command: vet, the unit tests, then the end-to-end suite (which builds
-# everynode and starts a sandbox).
-test: vet unit e2e
+# The test command: vet, the unit tests, the tools' tests (the controller image built
+# and read back), then the end-to-end suite (which builds everynode and starts
+# sandboxes).
+test: vet unit tools e2e
 
 vet:
 	$(GO) vet $(LIGHT_PKGS)
@@ -35,6 +36,17 @@ race:
 # The end-to-end suite: builds everynode, starts a sandbox, runs user scenarios.
 e2e:
 	$(GO) test -count=1 -timeout 40m ./test/e2e/...
+
+# The modules of tools/ (each its own, so that Helm's and go-containerregistry's
+# dependencies stay out of everynode's): vetted, and the image builder's test run.
+tools:
+	cd tools/chart && $(GO) vet ./...
+	cd tools/image && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The controller's image as an OCI layout in bin/image, built offline: no Docker
+# daemon, no base image pulled. The Dockerfile builds the same where one can be.
+image:
+	cd tools/image && $(GO) run . --out ../../bin/image
 
 vet-sandbox:
 	$(GO) vet $(SANDBOX_PKGS)

@@ -1,3 +1,5 @@
+//go:build !nosandbox
+
 package main
 
 import (

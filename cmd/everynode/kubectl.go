@@ -1,14 +1,15 @@
+//go:build !nosandbox
+
 package main
 
 import (
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubectl "k8s.io/kubectl/pkg/cmd"
 
-	"github.com/everynode/everynode/internal/sandbox"
+	"github.com/everynode/everynode/internal/sandboxpath"
 )
 
 // newKubectlCommand runs kubectl, built in, against the sandbox's kubeconfig unless
@@ -21,11 +22,7 @@ func newKubectlCommand() *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if os.Getenv("KUBECONFIG") == "" {
-				dir := os.Getenv("EVERYNODE_DATA_DIR")
-				if dir == "" {
-					dir = sandbox.DefaultConfig().DataDir
-				}
-				if path, err := filepath.Abs(sandbox.Kubeconfig(dir)); err == nil {
+				if path := sandboxpath.FallbackKubeconfig(); path != "" {
 					if _, err := os.Stat(path); err == nil {
 						os.Setenv("KUBECONFIG", path)
 					}

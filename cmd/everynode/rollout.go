@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -12,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/everynode/everynode/internal/inspect"
-	"github.com/everynode/everynode/internal/sandbox"
+	"github.com/everynode/everynode/internal/sandboxpath"
 )
 
 // clusterFlags are --kubeconfig, --context and -n of the commands that talk to a
@@ -26,13 +25,7 @@ func (f *clusterFlags) add(fs *pflag.FlagSet) {
 }
 
 func (f *clusterFlags) connect() (kubernetes.Interface, string, error) {
-	dir := os.Getenv("EVERYNODE_DATA_DIR")
-	if dir == "" {
-		dir = sandbox.DefaultConfig().DataDir
-	}
-	if path, err := filepath.Abs(sandbox.Kubeconfig(dir)); err == nil {
-		f.Fallback = path
-	}
+	f.Fallback = sandboxpath.FallbackKubeconfig()
 	return f.Connect()
 }
 

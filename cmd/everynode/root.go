@@ -26,8 +26,8 @@ controller wherever users, kubectl and the scheduler can see it.`,
 			root.PersistentFlags().AddGoFlag(f)
 		}
 	})
-	root.AddCommand(newControllerCommand(), newSandboxCommand(), newKubectlCommand(), newComponentCommand(),
-		newRolloutCommand(), newExplainCommand(), newBenchCommand())
+	root.AddCommand(newControllerCommand(), newRolloutCommand(), newExplainCommand())
+	root.AddCommand(sandboxCommands()...)
 	// The embedded control plane registers a process-wide --version flag (its own
 	// version, not ours), which cobra would list on every command.
 	if f := pflag.CommandLine.Lookup("version"); f != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/everynode/everynode/internal/nodesim"
+	"github.com/everynode/everynode/internal/sandboxpath"
 )
 
 // Which DaemonSet controller the sandbox runs.
@@ -32,7 +33,7 @@ type Config struct {
 // DefaultConfig is a three-node sandbox on port 6443 running everynode.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:           filepath.Join(".everynode", "sandbox"),
+		DataDir:           sandboxpath.DefaultDataDir,
 		Port:              6443,
 		Controller:        ControllerEveryNode,
 		ControllerWorkers: 2,
@@ -75,4 +76,4 @@ func (p paths) logs(name string) string    { return p.join("logs", name+".log") 
 func (p paths) state() string              { return p.join("ports.json") }
 
 // Kubeconfig is where the admin kubeconfig of a sandbox in dir is written.
-func Kubeconfig(dir string) string { return paths{dir}.join("kubeconfig") }
+func Kubeconfig(dir string) string { return sandboxpath.Kubeconfig(dir) }
