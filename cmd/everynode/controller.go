@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/everynode/everynode/internal/controller"
 )
@@ -82,7 +83,17 @@ func loadRESTConfig(path string) (*rest.Config, bool, error) {
 func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Config) error {
 	logger := klog.FromContext(ctx)
 	restCfg = cfg.RESTConfig(restCfg)
-	client, err := kubernetes.NewForConfig(restCfg)
+	// With leader election, every write but the Lease's own goes through the fence:
+	// out only while this replica has renewed the Lease within the renew deadline.
+	fence := controller.OpenFence()
+	if cfg.LeaderElect {
+		fence = controller.NewFence(clock.RealClock{}, cfg.Leader.RenewDeadline)
+	}
+	leaseClient, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building API client: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(fence.Wrap(restCfg))
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
 	}
@@ -100,7 +111,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 		BurstReplicas:     cfg.BurstReplicas,
 		MinStatusInterval: cfg.MinStatusInterval,
 		SyncBatchPeriod:   cfg.SyncBatchPeriod,
-		Metrics:           controller.NewMetrics(reg),
+		Metrics:           controller.NewMetrics(reg).WithFence(fence),
 	})
 	if err != nil {
 		return err
@@ -131,7 +142,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 		if !cfg.LeaderElect {
 			return run(ctx)
 		}
-		return controller.RunLeading(ctx, client, cfg.Leader, run)
+		return controller.RunLeading(ctx, leaseClient, cfg.Leader, fence, run)
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // LeaderConfig configures leader election on a coordination.k8s.io Lease.
@@ -62,8 +63,10 @@ func (c *LeaderConfig) Validate() error {
 
 // RunLeading runs run while this process holds the Lease. Losing the Lease while ctx
 // is still live is an error: the process exits so that it restarts as a standby,
-// rather than keep acting on state another leader now owns.
-func RunLeading(ctx context.Context, client kubernetes.Interface, cfg LeaderConfig, run func(context.Context) error) error {
+// rather than keep acting on state another leader now owns. Every acquisition and
+// renewal is recorded on fence, which closes when they stop; client must not be one
+// the fence holds back.
+func RunLeading(ctx context.Context, client kubernetes.Interface, cfg LeaderConfig, fence *Fence, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	host, _ := os.Hostname()
 	id := host + "_" + string(uuid.NewUUID())
@@ -72,6 +75,7 @@ func RunLeading(ctx context.Context, client kubernetes.Interface, cfg LeaderConf
 	if err != nil {
 		return fmt.Errorf("setting up leader election: %w", err)
 	}
+	lock = &fencedLock{Interface: lock, fence: fence, clock: fence.clock}
 	leadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var runErr error
@@ -90,6 +94,7 @@ func RunLeading(ctx context.Context, client kubernetes.Interface, cfg LeaderConf
 				cancel()
 			},
 			OnStoppedLeading: func() {
+				fence.Lost()
 				if ctx.Err() == nil {
 					lost = true
 				}
@@ -113,4 +118,33 @@ func RunLeading(ctx context.Context, client kubernetes.Interface, cfg LeaderConf
 		return fmt.Errorf("lost the leader election Lease %s/%s", cfg.Namespace, cfg.Name)
 	}
 	return nil
+}
+
+// fencedLock records on a Fence every write of the Lease that keeps this replica its
+// holder, timed from before the write was sent: the Lease's own renew time is never
+// later than that.
+type fencedLock struct {
+	resourcelock.Interface
+	fence *Fence
+	clock clock.PassiveClock
+}
+
+func (l *fencedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.record(r, l.Interface.Create(ctx, r), l.clock.Now())
+}
+
+func (l *fencedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	sent := l.clock.Now()
+	return l.record(r, l.Interface.Update(ctx, r), sent)
+}
+
+func (l *fencedLock) record(r resourcelock.LeaderElectionRecord, err error, sent time.Time) error {
+	switch {
+	case err != nil:
+	case r.HolderIdentity == l.Identity():
+		l.fence.renewedAt(sent)
+	default:
+		l.fence.Lost() // released
+	}
+	return err
 }

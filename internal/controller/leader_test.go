@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 )
 
 func TestRunLeadingRunsWhileHoldingTheLeaseAndReleasesIt(t *testing.T) {
@@ -18,7 +19,11 @@ func TestRunLeadingRunsWhileHoldingTheLeaseAndReleasesIt(t *testing.T) {
 	defer cancel()
 	ran := make(chan struct{})
 	errDone := errors.New("work finished")
-	err := RunLeading(ctx, client, cfg, func(ctx context.Context) error {
+	fence := NewFence(clock.RealClock{}, cfg.RenewDeadline)
+	err := RunLeading(ctx, client, cfg, fence, func(ctx context.Context) error {
+		if !fence.Held() {
+			t.Error("running with the fence closed")
+		}
 		lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "everynode", metav1.GetOptions{})
 		if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 			t.Errorf("running without a held Lease: %v %+v", err, lease)
@@ -40,5 +45,8 @@ func TestRunLeadingRunsWhileHoldingTheLeaseAndReleasesIt(t *testing.T) {
 	}
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("Lease still held by %q after the run ended; want it released", *h)
+	}
+	if fence.Held() {
+		t.Error("the fence holds after the Lease was released")
 	}
 }

@@ -8,6 +8,7 @@ import (
 // Metrics are the controller's Prometheus metrics. They live in the registry given to
 // NewMetrics, never in a global one.
 type Metrics struct {
+	reg          prometheus.Registerer
 	syncDuration *prometheus.HistogramVec
 	podsCreated  *prometheus.CounterVec
 	podsDeleted  *prometheus.CounterVec
@@ -20,6 +21,18 @@ type Metrics struct {
 }
 
 // NewMetrics creates the metrics and registers them with reg.
+// WithFence adds everynode_fenced_writes_total, the writes fence held back, to the
+// registry the metrics were made for, and returns m.
+func (m *Metrics) WithFence(fence *Fence) *Metrics {
+	if m.reg != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "everynode_fenced_writes_total",
+			Help: "Writes held back because this replica was not sure it still held the leader election Lease.",
+		}, func() float64 { return float64(fence.HeldBack()) }))
+	}
+	return m
+}
+
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	dsLabels := []string{"namespace", "daemonset"}
 	m := &Metrics{
@@ -57,6 +70,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Nodes with an available pod (status.numberAvailable).",
 		}, dsLabels),
 	}
+	m.reg = reg
 	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.failedPods, m.decisions, m.desired, m.updated, m.available,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "everynode_workqueue_depth",
