@@ -42,7 +42,7 @@ func NewFence(c clock.PassiveClock, renewDeadline time.Duration) *Fence {
 }
 
 // OpenFence lets every write out: a replica that does not elect a leader.
-func OpenFence() *Fence { return &Fence{open: true} }
+func OpenFence() *Fence { return &Fence{open: true, clock: clock.RealClock{}} }
 
 // Renewed records a successful acquisition or renewal of the Lease, now.
 func (f *Fence) Renewed() { f.renewedAt(f.clock.Now()) }
