@@ -116,12 +116,8 @@ func readmeCommands(t *testing.T, path, section string) []string {
 // ones it does not ignore — into a temporary directory.
 func copyRepository(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", repoRoot, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-	if err != nil {
-		t.Fatalf("listing the repository's files with git: %v", err)
-	}
 	dst := filepath.Join(t.TempDir(), "everynode")
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, name := range repositoryFiles(t) {
 		if err := copyFile(filepath.Join(repoRoot, name), filepath.Join(dst, name)); err != nil {
 			if os.IsNotExist(err) {
 				continue // deleted in the work tree, not yet in git
@@ -130,6 +126,34 @@ func copyRepository(t *testing.T) string {
 		}
 	}
 	return dst
+}
+
+// repositoryFiles lists the files of the repository, relative to its root: those git
+// tracks and the new ones it does not ignore, or, outside a git checkout, every file
+// but those of .git, bin and .everynode (what .gitignore leaves out).
+func repositoryFiles(t *testing.T) []string {
+	t.Helper()
+	if out, err := exec.Command("git", "-C", repoRoot, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output(); err == nil {
+		return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	}
+	var files []string
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		if d.IsDir() && (rel == ".git" || rel == "bin" || rel == ".everynode") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() && !strings.HasSuffix(rel, ".test") {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("listing the repository's files: %v", err)
+	}
+	return files
 }
 
 func copyFile(src, dst string) error {
