@@ -89,13 +89,7 @@ func companionDaemonSet(ns string, annotations map[string]string) *apps.DaemonSe
 func (c *companionCluster) deploy(t *testing.T, annotations map[string]string, change func(*apps.DaemonSet)) (string, string) {
 	t.Helper()
 	ns := "companion-" + strings.ToLower(strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], "_", "-"))
-	if _, err := c.client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := c.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, c.client, ns)
 	ds := companionDaemonSet(ns, annotations)
 	if change != nil {
 		change(ds)
@@ -344,13 +338,7 @@ func TestSandboxCompanionMode(t *testing.T) {
 	_, client := runSandboxNodes(t, dir, port, "companion", 2)
 	nodes := waitSandboxNodes(t, client, 2)
 	ns := "companion"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, client, ns)
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), companionDaemonSet(ns, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,7 @@ func TestFullModeStandsDownBesideTheBuiltInController(t *testing.T) {
 	_, client := runSandboxNodes(t, dir, port, "upstream", 3)
 	nodes := waitSandboxNodes(t, client, 3)
 	ns := "conflict"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, client, ns)
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), daemonSet(ns, "agent", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

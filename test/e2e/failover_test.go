@@ -98,13 +98,7 @@ func failoverCluster(t *testing.T) (kubernetes.Interface, string, []string, *rep
 	})
 	b := startReplica(t, dir, "b")
 	ns := "failover"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, client, ns)
 	ds := daemonSet(ns, "agent", nil)
 	ds.Spec.MinReadySeconds = 2
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {

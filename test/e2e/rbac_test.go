@@ -67,13 +67,7 @@ func tokenKubeconfig(t *testing.T, dir, token string) string {
 func exerciseRollout(t *testing.T, client kubernetes.Interface, newDS func(ns string) *apps.DaemonSet) {
 	t.Helper()
 	ns := "rollout"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, client, ns)
 	ds := newDS(ns)
 	if ds.Annotations == nil {
 		ds.Annotations = map[string]string{}

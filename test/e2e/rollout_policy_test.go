@@ -351,13 +351,7 @@ func TestRolloutPolicyPartitionAndPauseHoldAcrossControllerRestart(t *testing.T)
 	t.Cleanup(ctrl.kill)
 
 	ns := "partition"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, client, ns)
 	ds := daemonSet(ns, "agent", nil)
 	ds.Annotations = map[string]string{annPartition: "2"}
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {

@@ -34,13 +34,7 @@ func TestTakeoverFromUpstreamRestartsNoPod(t *testing.T) {
 
 	stop, client := runSandbox(t, dir, port, "upstream")
 	ns := "takeover"
-	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	createNamespace(t, client, ns)
 	ds := daemonSet(ns, "agent", nil)
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -176,6 +170,19 @@ func pollUntil(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
 	if err := wait.PollUntilContextTimeout(context.Background(), pollInterval, 2*time.Minute, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// createNamespace creates namespace ns in the cluster of client and waits for its
+// default ServiceAccount, without which the API server refuses pods.
+func createNamespace(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the default service account", func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
 }
 
 func namespaceObject(name string) *v1.Namespace {
