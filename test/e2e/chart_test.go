@@ -75,13 +75,7 @@ func TestChartInstallsEachMode(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			releaseNS := "everynode-" + tc.mode
 			manifest := renderChart(t, releaseNS, "mode="+tc.mode, "image.tag=e2e")
-			dir := filepath.Join(t.TempDir(), "sandbox")
-			port, err := component.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, client := runSandboxNodes(t, dir, port, tc.sandboxController, 2)
-			waitSandboxNodes(t, client, 2)
+			dir, client, _ := ownSandbox(t, tc.sandboxController, 2)
 			if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(releaseNS), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

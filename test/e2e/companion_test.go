@@ -330,13 +330,7 @@ func TestCompanion(t *testing.T) {
 // TestSandboxCompanionMode starts `everynode sandbox --controller companion`, a
 // managed cluster in one command, and rolls an opted-in OnDelete DaemonSet out in it.
 func TestSandboxCompanionMode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := component.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, client := runSandboxNodes(t, dir, port, "companion", 2)
-	nodes := waitSandboxNodes(t, client, 2)
+	dir, client, nodes := ownSandbox(t, "companion", 2)
 	ns := "companion"
 	createNamespace(t, client, ns)
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), companionDaemonSet(ns, nil), metav1.CreateOptions{}); err != nil {

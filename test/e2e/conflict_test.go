@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/everynode/everynode/internal/bench"
-	"github.com/everynode/everynode/internal/component"
 )
 
 // TestFullModeStandsDownBesideTheBuiltInController runs everynode in full mode where
@@ -24,13 +23,7 @@ import (
 // follows to the built-in controller alone: no pod is created or deleted by
 // everynode, no node ever holds two pods, and the budget holds.
 func TestFullModeStandsDownBesideTheBuiltInController(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := component.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, client := runSandboxNodes(t, dir, port, "upstream", 3)
-	nodes := waitSandboxNodes(t, client, 3)
+	dir, client, nodes := ownSandbox(t, "upstream", 3)
 	ns := "conflict"
 	createNamespace(t, client, ns)
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), daemonSet(ns, "agent", nil), metav1.CreateOptions{}); err != nil {

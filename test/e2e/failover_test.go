@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/everynode/everynode/internal/bench"
-	"github.com/everynode/everynode/internal/component"
 )
 
 // Short leader election timings, so that a failover takes seconds.
@@ -83,13 +82,7 @@ func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
 // mid-rollout. It returns the namespace, the nodes and the first leader's identity.
 func failoverCluster(t *testing.T) (kubernetes.Interface, string, []string, *replica, *replica, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := component.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, client := runSandboxNodes(t, dir, port, "none", 4)
-	nodes := waitSandboxNodes(t, client, 4)
+	dir, client, nodes := ownSandbox(t, "none", 4)
 	a := startReplica(t, dir, "a")
 	var first string
 	pollUntil(t, "replica a to take the Lease", func(ctx context.Context) (bool, error) {

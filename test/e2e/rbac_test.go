@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/everynode/everynode/internal/component"
 )
 
 // TestRBACExampleIsEnough runs the controller with exactly the permissions of
@@ -21,13 +20,7 @@ import (
 // through a rollout that marks a revision available and rolls a failed release back:
 // every kind of write the controller makes. Nothing may be forbidden.
 func TestRBACExampleIsEnough(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := component.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, client := runSandboxNodes(t, dir, port, "none", 2)
-	waitSandboxNodes(t, client, 2)
+	dir, client, _ := ownSandbox(t, "none", 2)
 	adminKubectl(t, dir, "", "apply", "-f", filepath.Join("..", "..", "docs", "examples", "rbac.yaml"))
 	token := adminKubectl(t, dir, "", "create", "token", "everynode", "-n", "kube-system", "--duration", "1h")
 	ctrl := &controllerProcess{kubeconfig: tokenKubeconfig(t, dir, token), logs: filepath.Join(dir, "logs"),

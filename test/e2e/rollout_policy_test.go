@@ -29,7 +29,6 @@ import (
 
 	"github.com/everynode/everynode/internal/nodesim"
 
-	"github.com/everynode/everynode/internal/component"
 )
 
 // The rollout annotations, spelled as users write them (docs/rollouts.md).
@@ -339,13 +338,7 @@ func TestRolloutPolicyNewNodeGetsStableRevision(t *testing.T) {
 // controller: a controller process killed and started again keeps holding the same
 // nodes, and then holds every node while paused, even with the partition lowered.
 func TestRolloutPolicyPartitionAndPauseHoldAcrossControllerRestart(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	port, err := component.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, client := runSandboxNodes(t, dir, port, "none", 4)
-	nodes := waitSandboxNodes(t, client, 4)
+	dir, client, nodes := ownSandbox(t, "none", 4)
 	ctrl := &controllerProcess{kubeconfig: filepath.Join(dir, "kubeconfig"), logs: filepath.Join(dir, "logs")}
 	ctrl.start(t)
 	t.Cleanup(ctrl.kill)

@@ -77,6 +77,20 @@ func runSandbox(t *testing.T, dir string, port int, controller string) (func(), 
 	return runSandboxNodes(t, dir, port, controller, 2)
 }
 
+// ownSandbox starts a sandbox of the test's own, on a free port, with the given
+// DaemonSet controller and number of simulated nodes, and waits for them: its data
+// directory, an admin client and the nodes' names, sorted.
+func ownSandbox(t *testing.T, controller string, nodes int) (string, kubernetes.Interface, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	port, err := component.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, client := runSandboxNodes(t, dir, port, controller, nodes)
+	return dir, client, waitSandboxNodes(t, client, nodes)
+}
+
 // runSandboxNodes is runSandbox with the given number of simulated nodes.
 func runSandboxNodes(t *testing.T, dir string, port int, controller string, nodes int) (func(), kubernetes.Interface) {
 	t.Helper()
