@@ -10,7 +10,7 @@ LIGHT_PKGS := $(UNIT_PKGS) ./test/... ./bench/...
 # as much again (go vet analyses every dependency).
 SANDBOX_PKGS := ./cmd/...
 
-.PHONY: build sandbox test vet unit race e2e vet-sandbox bench-smoke image tools
+.PHONY: build sandbox test vet unit race e2e vet-sandbox bench-smoke image tools fuzz
 build:
 	$(GO) build -o bin/everynode ./cmd/everynode
 
@@ -42,6 +42,14 @@ e2e:
 tools:
 	cd tools/chart && $(GO) vet ./...
 	cd tools/image && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# A short run of every fuzz test (FUZZTIME each); their seed corpora, in testdata/fuzz,
+# also run with the unit tests.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZTIME) ./internal/daemon
+	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZTIME) ./internal/daemon
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBehaviour$$' -fuzztime $(FUZZTIME) ./internal/nodesim
 
 # The controller's image as an OCI layout in bin/image, built offline: no Docker
 # daemon, no base image pulled. The Dockerfile builds the same where one can be.
