@@ -50,6 +50,9 @@ Progressing condition. Every other DaemonSet is left alone. See docs/rollouts.md
 			if err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("metrics-auth") && inCluster {
+				cfg.MetricsAuth = true
+			}
 			if !explicit && inCluster {
 				cfg.LeaderElect = true
 				if err := cfg.Leader.Validate(); err != nil {
@@ -125,11 +128,18 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	standingBy.Store(cfg.LeaderElect)
 	ready := func() bool { return standingBy.Load() || ctrl.Ready() }
 	if cfg.MetricsAddr != "0" && cfg.MetricsAddr != "" {
-		srv, err := controller.Listen(cfg.MetricsAddr, reg, ready, cfg.Profiling)
+		var guard controller.Guard
+		if cfg.MetricsAuth {
+			// The reviews are writes (creates) that a standby must make too: not fenced.
+			if guard, err = controller.DelegatedAuth(leaseClient); err != nil {
+				return err
+			}
+		}
+		srv, err := controller.Listen(cfg.MetricsAddr, reg, ready, cfg.Profiling, guard)
 		if err != nil {
 			return err
 		}
-		logger.Info("Serving metrics and health", "addr", srv.Addr())
+		logger.Info("Serving metrics and health", "addr", srv.Addr(), "metricsAuth", cfg.MetricsAuth)
 		g.Go(func() error { return srv.Serve(ctx) })
 	}
 	run := func(ctx context.Context) error {

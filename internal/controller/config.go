@@ -28,9 +28,11 @@ type Config struct {
 	ProbeTimeout   time.Duration
 	ProbeNamespace string
 	Profiling      bool
-	Resync         time.Duration
-	LeaderElect    bool
-	Leader         LeaderConfig
+	// MetricsAuth guards /metrics and /debug/pprof/ with DelegatedAuth.
+	MetricsAuth bool
+	Resync      time.Duration
+	LeaderElect bool
+	Leader      LeaderConfig
 }
 
 // DefaultProbeTimeout is the default --conflict-probe-timeout: an active DaemonSet
@@ -69,6 +71,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ProbeTimeout, "conflict-probe-timeout", c.ProbeTimeout, "Full mode: at start, before writing anything, create a DaemonSet that selects no node and wait this long for another DaemonSet controller (kube-controller-manager's, left on) to answer it; if one does, everynode writes to no DaemonSet and says why. 0 skips the probe (another controller's writes are still noticed as they happen).")
 	fs.StringVar(&c.ProbeNamespace, "probe-namespace", c.ProbeNamespace, "Namespace of the probe DaemonSet. Default: $POD_NAMESPACE, else default.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)
+	fs.BoolVar(&c.MetricsAuth, "metrics-auth", c.MetricsAuth, "Answer /metrics and /debug/pprof/ only for a bearer token the API server authenticates (TokenReview) whose user may get that path (SubjectAccessReview), as kube-controller-manager's secure port; /healthz and /readyz stay open. Default: true in-cluster, false otherwise.")
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "Also serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --metrics-addr.")
 	fs.DurationVar(&c.Resync, "resync", c.Resync, "Informer resync period; 0 disables periodic resync.")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "Run only while holding a coordination.k8s.io Lease, so replicas can stand by. Default: true in-cluster, false otherwise.")

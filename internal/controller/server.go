@@ -22,13 +22,18 @@ type Server struct {
 }
 
 // Listen binds addr now, so that a port in use is reported before anything starts.
-func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool, profiling bool) (*Server, error) {
+// With a guard, /metrics and /debug/pprof/ answer only the requests it lets through;
+// /healthz and /readyz stay open for the kubelet's probes.
+func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool, profiling bool, guard Guard) (*Server, error) {
+	if guard == nil {
+		guard = func(h http.Handler) http.Handler { return h }
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot serve metrics on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", guard(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {
@@ -38,11 +43,11 @@ func Listen(addr string, gatherer prometheus.Gatherer, ready func() bool, profil
 		fmt.Fprintln(w, "ok")
 	})
 	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", guard(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", guard(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
 	}
 	return &Server{listener: l, server: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
 }

@@ -17,7 +17,7 @@ func TestServerServesMetricsHealthAndReadiness(t *testing.T) {
 	m.podsCreated.WithLabelValues("MissingPod").Inc()
 	m.syncDuration.WithLabelValues("success").Observe(0.002)
 	var ready atomic.Bool
-	srv, err := Listen("127.0.0.1:0", reg, ready.Load, false)
+	srv, err := Listen("127.0.0.1:0", reg, ready.Load, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +47,18 @@ func TestServerServesMetricsHealthAndReadiness(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Serve after shutdown = %v, want nil", err)
 	}
-	if _, err := Listen(srv.Addr(), reg, ready.Load, false); err != nil {
+	if _, err := Listen(srv.Addr(), reg, ready.Load, false, nil); err != nil {
 		t.Errorf("port not released after shutdown: %v", err)
 	}
 }
 
 func TestListenReportsAPortInUse(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, false)
+	srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.listener.Close()
-	if _, err := Listen(srv.Addr(), prometheus.NewRegistry(), func() bool { return true }, false); err == nil || !strings.Contains(err.Error(), "cannot serve metrics on") {
+	if _, err := Listen(srv.Addr(), prometheus.NewRegistry(), func() bool { return true }, false, nil); err == nil || !strings.Contains(err.Error(), "cannot serve metrics on") {
 		t.Fatalf("Listen on a used port = %v, want a clear error", err)
 	}
 }
@@ -76,7 +76,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServerProfilingOnlyWhenAsked(t *testing.T) {
 	for _, profiling := range []bool{false, true} {
-		srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, profiling)
+		srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() bool { return true }, profiling, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

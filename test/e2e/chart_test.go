@@ -15,6 +15,7 @@ import (
 	apps "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/everynode/everynode/internal/component"
@@ -110,6 +111,7 @@ func TestChartInstallsEachMode(t *testing.T) {
 			ctrl.start(t)
 			t.Cleanup(ctrl.kill)
 			waitHealthy(t, metrics)
+			checkMetricsAuth(t, dir, releaseNS, metrics, deploy.Spec.Template.Spec.ServiceAccountName)
 
 			exerciseRollout(t, client, tc.daemonSet)
 			if _, err := client.CoordinationV1().Leases(releaseNS).Get(context.Background(), "everynode", metav1.GetOptions{}); err != nil {
@@ -133,6 +135,55 @@ func adminKubectl(t *testing.T, dir, stdin string, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// checkMetricsAuth checks the chart's guard on /metrics (--metrics-auth): no token,
+// 401; a token of a user without the permission (the controller's own
+// ServiceAccount), 403; a ServiceAccount bound to the chart's metrics-reader
+// ClusterRole, and the cluster's admin, 200. /healthz needs no token.
+func checkMetricsAuth(t *testing.T, dir, releaseNS string, port int, controllerSA string) {
+	t.Helper()
+	adminKubectl(t, dir, "", "create", "serviceaccount", "scraper", "-n", releaseNS)
+	adminKubectl(t, dir, "", "create", "clusterrolebinding", "scraper-"+releaseNS, "--clusterrole=everynode-metrics-reader",
+		"--serviceaccount="+releaseNS+":scraper")
+	token := func(sa string) string {
+		return adminKubectl(t, dir, "", "create", "token", sa, "-n", releaseNS, "--duration", "10m")
+	}
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adminToken string
+	for _, auth := range cfg.AuthInfos {
+		adminToken = auth.Token
+	}
+	for _, tc := range []struct {
+		who, path, token string
+		want             int
+	}{
+		{who: "no token", path: "/metrics", want: http.StatusUnauthorized},
+		{who: "a bad token", path: "/metrics", token: "not-a-token", want: http.StatusUnauthorized},
+		{who: "the controller's ServiceAccount", path: "/metrics", token: token(controllerSA), want: http.StatusForbidden},
+		{who: "a ServiceAccount bound to metrics-reader", path: "/metrics", token: token("scraper"), want: http.StatusOK},
+		{who: "the admin", path: "/metrics", token: adminToken, want: http.StatusOK},
+		{who: "no token", path: "/healthz", want: http.StatusOK},
+	} {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, tc.path), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s with %s: %d, want %d", tc.path, tc.who, resp.StatusCode, tc.want)
+		}
+	}
 }
 
 // waitHealthy waits until the controller answers /healthz on port.

@@ -28,7 +28,6 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/everynode/everynode/internal/nodesim"
-
 )
 
 // The rollout annotations, spelled as users write them (docs/rollouts.md).
