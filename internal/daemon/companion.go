@@ -77,6 +77,7 @@ func decideUpdate(s *Snapshot) (Plan, *view) {
 	if v.settled {
 		pol := ParsePolicy(ds.Annotations)
 		pol.checkStrategy(ds, true)
+		v.minHealthy = pol.MinHealthy
 		if cond, ran := v.update(&pol, revs, c, &p); ran && cond != nil {
 			p.Progressing = v.progressingChange(cond, &p)
 		}

@@ -86,6 +86,7 @@ func decide(s *Snapshot) (Plan, *view) {
 	v.dupHashes = hp.dupHashs
 	pol := ParsePolicy(ds.Annotations)
 	pol.checkStrategy(ds, false)
+	v.minHealthy = pol.MinHealthy
 	v.selector, v.memoable = selector, !pol.Set && len(hp.dupHashs) == 0
 	driven := drivesUpdate(ds, &pol)
 	if driven && pol.StableNewNodes {

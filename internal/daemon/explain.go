@@ -149,6 +149,8 @@ func (n NodeReport) WaitMessage() string {
 		return "a rollout annotation to be fixed"
 	case ReasonFailedPodBackoff:
 		return "the back-off after its pod failed"
+	case ReasonNewPodBaking:
+		return "its new pod to stay Ready, with no restart, for " + AnnotationMinHealthy
 	case ReasonProgressDeadlineExceeded, ReasonRestartLimitExceeded:
 		return "the failed rollout to be resumed or the template changed (" + string(n.Waiting) + ")"
 	}

@@ -15,6 +15,7 @@ import (
 const (
 	ReasonBudgetFull        Reason = "BudgetFull"          // maxUnavailable or maxSurge is used up
 	ReasonNewPodUnavailable Reason = "NewPodNotAvailable"  // the node's new pod is not available yet
+	ReasonNewPodBaking      Reason = "NewPodBaking"        // the node's new pod has not been healthy for min-healthy yet
 	ReasonPaused            Reason = "Paused"              // rollout.everynode.dev/paused
 	ReasonPartitionHeld     Reason = "PartitionHeld"       // rollout.everynode.dev/partition
 	ReasonCanaryHeld        Reason = "WaitingForPromotion" // rollout.everynode.dev/canary
@@ -128,7 +129,7 @@ func (v *view) waveDone(w wave) (bool, time.Time) {
 	var last time.Time
 	for _, n := range w.nodes {
 		cur, old, ok := v.podsOnNode(n)
-		if !ok || old != nil || cur == nil || !cur.available {
+		if !ok || old != nil || cur == nil || !cur.healthy {
 			return false, time.Time{}
 		}
 		if at, ok := v.availableSince(cur.pod); ok && at.After(last) {

@@ -139,7 +139,7 @@ func (v *view) keepSurge(running []*v1.Pod, p *Plan) {
 	switch {
 	case !IsReady(oldest):
 		p.Deletes = append(p.Deletes, PodDelete{Pod: oldest, Reason: ReasonSurgeDone})
-	case v.available(newest):
+	case v.healthy(newest):
 		p.Deletes = append(p.Deletes, PodDelete{Pod: oldest, Reason: ReasonSurgeDone})
 	}
 }

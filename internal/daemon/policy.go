@@ -30,7 +30,15 @@ const (
 	// spec.updateStrategy has no field for: with it, everynode rolls the update out
 	// (deleting old pods in turn) instead of waiting for someone to delete them.
 	AnnotationMaxUnavailable = RolloutPrefix + "max-unavailable"
+	// AnnotationMinHealthy is the healthy-time bake: how long a new pod must stay
+	// Ready, with no container restart, before the update counts it done.
+	AnnotationMinHealthy = RolloutPrefix + "min-healthy"
 )
+
+// DefaultMinHealthy is the bake when max-restarts, progress-deadline or on-failure is
+// set and min-healthy is not (no more than half the progress deadline, so a healthy
+// release can meet it); without those annotations there is none, as upstream.
+const DefaultMinHealthy = 10 * time.Second
 
 // Marks the controller keeps on ControllerRevisions, so that what a rollout learned
 // survives a restart.
@@ -73,6 +81,8 @@ type Policy struct {
 	Rollback    bool // on failure, roll back rather than pause
 	// MaxUnavailable is the update budget of an OnDelete DaemonSet; nil for none.
 	MaxUnavailable *intstr.IntOrString
+	// MinHealthy is the healthy-time bake; zero for none.
+	MinHealthy time.Duration
 	// Problems are the annotations that could not be parsed: while there is one, the
 	// rollout holds.
 	Problems []string
@@ -94,6 +104,16 @@ func ParsePolicy(annotations map[string]string) Policy {
 		if err := p.parse(k, strings.TrimSpace(annotations[k])); err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%q: %v", k, annotations[k], err))
 		}
+	}
+	if _, set := annotations[AnnotationMinHealthy]; !set && p.judgesFailure(annotations) {
+		p.MinHealthy = DefaultMinHealthy
+		if p.ProgressDeadline > 0 {
+			p.MinHealthy = min(p.MinHealthy, p.ProgressDeadline/2)
+		}
+	}
+	if p.ProgressDeadline > 0 && p.MinHealthy >= p.ProgressDeadline {
+		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s (%v) must be shorter than %s (%v): no release could meet the deadline",
+			AnnotationMinHealthy, p.MinHealthy, AnnotationProgressDeadline, p.ProgressDeadline))
 	}
 	if len(p.WaveOrder) > 0 && p.WaveKey == "" {
 		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s needs %s to name the node label of the waves", AnnotationWaveOrder, AnnotationWaves))
@@ -168,6 +188,12 @@ func (p *Policy) parse(key, val string) error {
 		default:
 			return fmt.Errorf("want %q or %q", OnFailurePause, OnFailureRollback)
 		}
+	case AnnotationMinHealthy:
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration such as 10s, or 0s for no bake")
+		}
+		p.MinHealthy = d
 	case AnnotationMaxUnavailable:
 		v := intstr.Parse(val)
 		if err := validMaxUnavailable(v); err != nil {
@@ -208,6 +234,13 @@ func positiveDuration(val string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a positive duration such as 90s or 10m")
 	}
 	return d, nil
+}
+
+// judgesFailure reports whether the annotations ask the rollout to judge a release:
+// max-restarts, progress-deadline or on-failure.
+func (p *Policy) judgesFailure(annotations map[string]string) bool {
+	_, onFailure := annotations[AnnotationOnFailure]
+	return p.MaxRestarts >= 0 || p.ProgressDeadline > 0 || onFailure
 }
 
 // watchesProgress reports whether failures are detected at all.

@@ -53,7 +53,7 @@ func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps
 		if ok && cur == nil && old != nil {
 			r.oldNodes++
 		}
-		if cur != nil && !cur.available {
+		if cur != nil && !cur.healthy {
 			r.waiting = true
 		}
 	}
@@ -105,8 +105,8 @@ func (v *view) failure(pol *Policy, since time.Time) (Reason, string, time.Durat
 				return ReasonRestartLimitExceeded, fmt.Sprintf("pod %s on node %s restarted %d times, more than max-restarts %d",
 					pod.Name, n.name, restarts, pol.MaxRestarts), 0
 			}
-			if v.available(pod) {
-				if at, ok := v.availableSince(pod); ok && at.After(lastAvailable) {
+			if v.healthy(pod) {
+				if at := v.healthyAt(pod); at.After(lastAvailable) {
 					lastAvailable = at
 				}
 			} else if waiting == nil || pod.CreationTimestamp.Time.Before(firstWaiting) {

@@ -68,11 +68,12 @@ func TestRolloutProgressDeadline(t *testing.T) {
 			marks: []string{failedMark}, reason: ReasonProgressDeadlineExceeded, status: v1.ConditionFalse},
 		{name: "counts from the pod's creation", ds: []dsOpt{deadline, rollingOutSince(20 * time.Minute), withBudget("", "2")},
 			setup: waitingOnN1(3 * time.Minute), deletes: []string{"old-n2"}, requeue: 7 * time.Minute},
-		{name: "counts from the last time a pod of the revision became available", ds: []dsOpt{deadline, rollingOutSince(20 * time.Minute), withBudget("", "2")},
+		{name: "counts from the last time a pod of the revision passed the bake", ds: []dsOpt{deadline, rollingOutSince(20 * time.Minute), withBudget("", "2")},
 			setup: then(waitingOnN1(15*time.Minute), func(ds *apps.DaemonSet, s *Snapshot) {
 				replace(s, newPod(ds, "new-n2", "n2", readySince(t0.Add(-4*time.Minute))))
 			}),
-			deletes: []string{"old-n3"}, requeue: 6 * time.Minute},
+			// Ready 4m ago, healthy (the default 10s bake) 3m50s ago: 6m10s left of 10m.
+			deletes: []string{"old-n3"}, requeue: 6*time.Minute + DefaultMinHealthy},
 		{name: "counts from when the rollout turned RollingOut: a hold before does not count",
 			ds:    []dsOpt{deadline, withProgressing(ReasonPaused, v1.ConditionUnknown, t0.Add(-time.Hour)), withBudget("", "1")},
 			setup: waitingOnN1(time.Hour), requeue: 10 * time.Minute,

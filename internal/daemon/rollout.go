@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -66,7 +67,7 @@ func (v *view) podsOnNode(n *nodeState) (cur, old *podAvail, ok bool) {
 				return nil, nil, false
 			}
 			cur = &n.picked[0]
-			*cur = podAvail{pod: pod, available: v.available(pod)}
+			*cur = podAvail{pod: pod, available: v.available(pod), healthy: v.healthy(pod)}
 		} else {
 			if old != nil {
 				return nil, nil, false
@@ -105,9 +106,9 @@ func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 		case !ok, cur == nil && old == nil, cur != nil && old != nil:
 			unavailable++
 		case cur != nil:
-			if !cur.available {
+			if !cur.healthy {
 				unavailable++
-				n.waitForNewPod()
+				v.waitForNewPod(n, cur, p)
 			}
 		case !old.available:
 			unavailable++
@@ -194,8 +195,8 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 		}
 		switch {
 		case old == nil:
-			if cur != nil && !cur.available {
-				n.waitForNewPod()
+			if cur != nil && !cur.healthy {
+				v.waitForNewPod(n, cur, p)
 			}
 		case cur == nil && !old.available:
 			if !n.verdict.Run {
@@ -211,9 +212,9 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 			if n.wait = g.admits(n); n.wait == "" {
 				candidates = append(candidates, n)
 			}
-		case !cur.available:
+		case !cur.healthy:
 			surging++
-			n.waitForNewPod()
+			v.waitForNewPod(n, cur, p)
 		default:
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonSurgeDone})
 		}
@@ -229,9 +230,16 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 	})
 }
 
-// waitForNewPod notes that the node waits for its new pod to become available, unless
-// it already waits for the back-off of its failed pod, which says more.
-func (n *nodeState) waitForNewPod() {
+// waitForNewPod notes that node n waits for its new pod cur to become available, or
+// to pass the bake (then looking again when it ends), unless it already waits for
+// the back-off of its failed pod, which says more.
+func (v *view) waitForNewPod(n *nodeState, cur *podAvail, p *Plan) {
+	if cur.available {
+		until := v.healthyAt(cur.pod)
+		n.waitForBake(until)
+		p.requeueWithin(until.Sub(v.now) + time.Millisecond)
+		return
+	}
 	if n.wait != ReasonFailedPodBackoff {
 		n.wait = ReasonNewPodUnavailable
 	}
@@ -241,6 +249,7 @@ func (n *nodeState) waitForNewPod() {
 type podAvail struct {
 	pod       *v1.Pod
 	available bool
+	healthy   bool // available, and past the bake (see healthy.go)
 }
 
 // byName sorts nodes by name, in place, and returns them.

@@ -44,6 +44,8 @@ type view struct {
 	stable     *v1.PodTemplateSpec
 	stableGate *gate
 	now        time.Time
+	// minHealthy is the rollout's healthy-time bake (see healthy.go); zero for none.
+	minHealthy time.Duration
 	inflight   InFlight
 	nodes      []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
 	// settled: no write is in flight and the placement rules planned none, so a
