@@ -176,7 +176,9 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	// are read first, to notice another controller writing to our DaemonSets.
 	for _, inf := range []cache.SharedIndexInformer{podInformer.Informer(), dsInformer.Informer()} {
 		if err := inf.SetTransform(func(obj any) (any, error) {
-			c.foreign.observe(obj)
+			if opts.Mode == ModeFull {
+				c.foreign.observe(obj)
+			}
 			return trimForCache(obj)
 		}); err != nil {
 			return nil, fmt.Errorf("setting the cache transform: %w", err)

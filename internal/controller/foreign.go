@@ -124,7 +124,8 @@ func (f *foreignWrites) podAdded(key string, pod *v1.Pod) bool {
 	return true
 }
 
-// podGone forgets a deleted pod.
+// podGone forgets a pod that was updated or deleted: only its add can show another
+// controller creating it.
 func (f *foreignWrites) podGone(uid types.UID) {
 	f.mu.Lock()
 	delete(f.creators, uid)

@@ -126,6 +126,13 @@ func TestForeignWritesCountOnlyWritesSeenAsTheyHappen(t *testing.T) {
 	if w, ok := f.contestedBy("default/agent"); !ok || w.Manager != otherController {
 		t.Errorf("contestedBy = %+v, %v", w, ok)
 	}
+	// An update of an old pod (its creator still another manager's) is no create,
+	// and leaves nothing behind.
+	f.observe(pod)
+	f.podGone(pod.UID)
+	if len(f.creators) != 0 {
+		t.Errorf("%d pods remembered after their update was handled", len(f.creators))
+	}
 }
 
 func TestCreatorOf(t *testing.T) {

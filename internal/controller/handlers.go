@@ -169,7 +169,12 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			old, ok1 := oldObj.(*v1.Pod)
 			cur, ok2 := newObj.(*v1.Pod)
-			if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+			if !ok1 || !ok2 {
+				return
+			}
+			// Only a pod's add can be another controller's create.
+			c.foreign.podGone(cur.UID)
+			if old.ResourceVersion == cur.ResourceVersion {
 				return
 			}
 			oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
