@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubectl "k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/plugin"
 
 	"github.com/everynode/everynode/internal/sandboxpath"
 )
@@ -30,8 +31,11 @@ func newKubectlCommand() *cobra.Command {
 			}
 			streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 			k := kubectl.NewDefaultKubectlCommandWithArgs(kubectl.KubectlOptions{
-				Arguments: append([]string{"kubectl"}, args...),
-				IOStreams: streams,
+				// kubectl-<name> executables on PATH are plugins, as with kubectl
+				// itself (kubectl-everynode among them).
+				PluginHandler: kubectl.NewDefaultPluginHandler(plugin.ValidPluginFilenamePrefixes),
+				Arguments:     append([]string{"kubectl"}, args...),
+				IOStreams:     streams,
 			})
 			k.SetArgs(args)
 			return k.Execute()
