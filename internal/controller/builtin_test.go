@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/inspect"
 )
 
 // builtinPlacement plays, in companion-mode tests, the cluster's own DaemonSet
@@ -24,40 +25,22 @@ type builtinPlacement struct {
 	podCreates, statusUpdates int
 }
 
-// step runs one sync of every DaemonSet, from fresh reads of the fake API.
+// step runs one sync of every DaemonSet, from fresh reads of the fake API (as
+// everynode explain reads a cluster).
 func (b *builtinPlacement) step() {
 	h := b.h
 	dss, err := h.client.AppsV1().DaemonSets(testNamespace).List(h.ctx, metav1.ListOptions{})
 	if err != nil {
 		return
 	}
-	nodeList, err := h.client.CoreV1().Nodes().List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	podList, err := h.client.CoreV1().Pods(testNamespace).List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	revList, err := h.client.AppsV1().ControllerRevisions(testNamespace).List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	s := &daemon.Snapshot{Now: time.Now()}
-	for i := range nodeList.Items {
-		s.Nodes = append(s.Nodes, &nodeList.Items[i])
-	}
-	for i := range podList.Items {
-		s.Pods = append(s.Pods, &podList.Items[i])
-	}
-	for i := range revList.Items {
-		s.Revisions = append(s.Revisions, &revList.Items[i])
-	}
 	for i := range dss.Items {
 		ds := &dss.Items[i]
 		plain := ds.DeepCopy()
 		delete(plain.Annotations, daemon.AnnotationMaxUnavailable)
-		s.DaemonSet = plain
+		s, err := inspect.Gather(h.ctx, h.client, plain, time.Now())
+		if err != nil {
+			return
+		}
 		b.apply(ds, daemon.Decide(s))
 	}
 }
