@@ -23,13 +23,24 @@ type Behaviour struct {
 	EndPhase v1.PodPhase
 	// NeverReady keeps the pod Running but not Ready.
 	NeverReady bool
-	// RestartEvery, when positive, crashes the pod's containers at that interval.
+	// RestartEvery, when positive, crashes the pod's containers at that interval
+	// (with an OOMKilled failure, only the containers it names).
 	RestartEvery time.Duration
+	// Failures are the container failures the pod plays.
+	Failures []Failure
 }
 
 // Recovery is how long a crashed pod stays not Ready before its containers run again.
 func (b Behaviour) Recovery() time.Duration {
-	return min(time.Second, b.RestartEvery/2)
+	return min(time.Second, b.crashEvery()/2)
+}
+
+// crashEvery is the interval the pod's containers crash at (0: never).
+func (b Behaviour) crashEvery() time.Duration {
+	if b.RestartEvery == 0 && b.oomKills() {
+		return defaultOOMEvery
+	}
+	return b.RestartEvery
 }
 
 // parseBehaviour reads a pod's annotations. An invalid value is reported in errs
@@ -67,6 +78,13 @@ func parseBehaviour(annotations map[string]string, readyDelay time.Duration) (b 
 			b.RestartEvery = d
 		}
 	}
+	if s, ok := annotations[AnnotationFail]; ok {
+		if fs, err := parseFailures(s); err != nil {
+			errs = append(errs, err)
+		} else {
+			b.Failures = fs
+		}
+	}
 	return b, errs
 }
 
@@ -74,7 +92,7 @@ func parseBehaviour(annotations map[string]string, readyDelay time.Duration) (b 
 // parsed again only when one of them changes.
 func behaviourSignature(annotations map[string]string) string {
 	var sb strings.Builder
-	for _, k := range []string{AnnotationReadyAfter, AnnotationPhase, AnnotationReady, AnnotationRestartEvery} {
+	for _, k := range []string{AnnotationReadyAfter, AnnotationPhase, AnnotationReady, AnnotationRestartEvery, AnnotationFail} {
 		if v, ok := annotations[k]; ok {
 			sb.WriteString(strconv.Quote(v))
 		}
@@ -110,6 +128,9 @@ func (c *behaviours) of(logger klog.Logger, key string, pod *v1.Pod) Behaviour {
 		return got.behaviour
 	}
 	b, errs := parseBehaviour(pod.Annotations, c.readyDelay)
+	var unfit []error
+	b.Failures, unfit = checkFailures(b.Failures, pod)
+	errs = append(errs, unfit...)
 	for _, err := range errs {
 		logger.Info("Ignoring invalid simulation annotation", "pod", klog.KObj(pod), "err", err)
 	}

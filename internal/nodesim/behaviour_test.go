@@ -33,6 +33,8 @@ func TestParseBehaviour(t *testing.T) {
 		{"restart-every", map[string]string{AnnotationRestartEvery: "30s"}, Behaviour{ReadyAfter: delay, RestartEvery: 30 * time.Second}, 0},
 		{"restart-every below a second is ignored", map[string]string{AnnotationRestartEvery: "10ms"}, Behaviour{ReadyAfter: delay}, 1},
 		{"restart-every invalid is ignored", map[string]string{AnnotationRestartEvery: "often"}, Behaviour{ReadyAfter: delay}, 1},
+		{"fail", map[string]string{AnnotationFail: "app=OOMKilled"}, Behaviour{ReadyAfter: delay, Failures: []Failure{{Container: "app", Reason: FailOOMKilled}}}, 0},
+		{"fail invalid is ignored", map[string]string{AnnotationFail: "Crash"}, Behaviour{ReadyAfter: delay}, 1},
 		{"knobs combine; one bad one does not spoil the rest", map[string]string{
 			AnnotationReadyAfter: "1m", AnnotationReady: "false", AnnotationRestartEvery: "10s", AnnotationPhase: "Paused",
 		}, Behaviour{ReadyAfter: time.Minute, NeverReady: true, RestartEvery: 10 * time.Second}, 1},

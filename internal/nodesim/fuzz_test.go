@@ -1,6 +1,7 @@
 package nodesim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +13,13 @@ import (
 // panics; what it accepts is within its documented bounds; every error names its
 // annotation, and an invalid value is treated as absent.
 func FuzzParseBehaviour(f *testing.F) {
-	f.Add("5s", "Failed", "false", "30s")
-	f.Add("-1s", "Running", "maybe", "10ms")
-	f.Add("", "", "", "")
-	f.Add("1h2m3.5s", "succeeded", "1", "9223372036s")
-	f.Fuzz(func(t *testing.T, readyAfter, phase, ready, restartEvery string) {
-		ann := map[string]string{AnnotationReadyAfter: readyAfter, AnnotationPhase: phase, AnnotationReady: ready, AnnotationRestartEvery: restartEvery}
+	f.Add("5s", "Failed", "false", "30s", "ErrImagePull")
+	f.Add("-1s", "Running", "maybe", "10ms", "app=OOMKilled,init=InvalidImageName")
+	f.Add("", "", "", "", "")
+	f.Add("1h2m3.5s", "succeeded", "1", "9223372036s", "=,CreateContainerConfigError")
+	f.Fuzz(func(t *testing.T, readyAfter, phase, ready, restartEvery, fail string) {
+		ann := map[string]string{AnnotationReadyAfter: readyAfter, AnnotationPhase: phase, AnnotationReady: ready,
+			AnnotationRestartEvery: restartEvery, AnnotationFail: fail}
 		const readyDelay = 2 * time.Second
 		b, errs := parseBehaviour(ann, readyDelay)
 		if b.ReadyAfter < 0 {
@@ -28,6 +30,11 @@ func FuzzParseBehaviour(f *testing.F) {
 		}
 		if b.EndPhase != "" && b.EndPhase != v1.PodFailed && b.EndPhase != v1.PodSucceeded {
 			t.Fatalf("phase %q parsed to %q", phase, b.EndPhase)
+		}
+		for _, f := range b.Failures {
+			if !slices.Contains(failReasons, f.Reason) || strings.ContainsAny(f.Container, ",=") {
+				t.Fatalf("fail %q parsed to %+v", fail, f)
+			}
 		}
 		for _, err := range errs {
 			named := false

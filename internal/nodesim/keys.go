@@ -24,6 +24,14 @@ const (
 	// pod's containers crash, restartCount grows by one and the pod is not Ready for
 	// a short recovery of min(1s, interval/2).
 	AnnotationRestartEvery = "sim.everynode.dev/restart-every"
+
+	// AnnotationFail on a Pod: "[container=]Reason[,...]" plays a container failure
+	// the kubelet reports by that reason: ErrImagePull (then ImagePullBackOff),
+	// ImagePullBackOff, CreateContainerConfigError, InvalidImageName (the container
+	// never starts; the pod stays Pending) or OOMKilled (the container is killed for
+	// memory every restart-every, 2s by default). Without a container name the
+	// failure is every app container's; a name may be an init container's.
+	AnnotationFail = "sim.everynode.dev/fail"
 )
 
 // Names and values the simulator gives the objects it creates.

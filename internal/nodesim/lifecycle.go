@@ -63,6 +63,10 @@ func decidePod(in podInput, now time.Time) podDecision {
 		start = pod.Status.StartTime.Time
 	}
 	stage, restarts, next := schedule(in.Behaviour, now.Sub(start))
+	if stage != stagePending && in.Behaviour.waitsForever(pod) {
+		// A container that never starts: past its first try, nothing changes.
+		stage, restarts, next = stageRunning, 0, 0
+	}
 	status := buildStatus(in, stage, restarts, start, now)
 	d := podDecision{RequeueAfter: next}
 	if !apiequality.Semantic.DeepEqual(&status, &pod.Status) {
@@ -81,16 +85,17 @@ func schedule(b Behaviour, elapsed time.Duration) (podStage, int32, time.Duratio
 	if b.EndPhase != "" {
 		return stageEnded, 0, 0
 	}
-	if b.RestartEvery <= 0 {
+	every := b.crashEvery()
+	if every <= 0 {
 		return stageRunning, 0, 0
 	}
 	running := elapsed - b.ReadyAfter
-	crashes := running / b.RestartEvery
-	into := running - crashes*b.RestartEvery
+	crashes := running / every
+	into := running - crashes*every
 	if crashes > 0 && into < b.Recovery() {
 		return stageCrashed, int32(crashes), b.Recovery() - into
 	}
-	return stageRunning, int32(crashes), b.RestartEvery - into
+	return stageRunning, int32(crashes), every - into
 }
 
 // decideRemoval removes a pod being deleted once the shorter of its grace period

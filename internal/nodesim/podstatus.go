@@ -42,34 +42,58 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 	if podIP != "" {
 		st.PodIP, st.PodIPs = podIP, []v1.PodIP{{IP: podIP}}
 	}
-	switch stage {
-	case stagePending:
+	beh := in.Behaviour
+	switch {
+	case stage == stagePending || beh.waitsForever(pod):
 		st.Phase = v1.PodPending
-	case stageRunning, stageCrashed:
+	case stage == stageEnded:
+		st.Phase = beh.EndPhase
+	default:
 		st.Phase = v1.PodRunning
-	case stageEnded:
-		st.Phase = in.Behaviour.EndPhase
 	}
 	c := containerBuilder{uid: pod.UID, old: &pod.Status, now: stamp}
+	stuck := beh.stuckInit(pod)
+	blocked := false // an earlier init container never started
 	st.InitContainerStatuses = st.InitContainerStatuses[:0]
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
-		if isSidecar(ic) {
-			st.InitContainerStatuses = append(st.InitContainerStatuses, c.sidecar(ic, stage))
-		} else {
-			st.InitContainerStatuses = append(st.InitContainerStatuses, c.status(ic, c.old.InitContainerStatuses, exited(0), 0))
+		var cs v1.ContainerStatus
+		switch {
+		case blocked:
+			cs = c.status(ic, c.old.InitContainerStatuses, waitingFor(reasonPodInitializing, ""), 0)
+		case ic.Name == stuck:
+			f, _ := beh.failureOf(ic.Name, false)
+			reason := waitingReason(f, stage)
+			cs = c.status(ic, c.old.InitContainerStatuses, waitingFor(reason, waitingMessage(reason, ic)), 0)
+			blocked = true
+		case isSidecar(ic):
+			cs = c.sidecar(ic, stage)
+		default:
+			cs = c.status(ic, c.old.InitContainerStatuses, exited(0), 0)
 		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	st.ContainerStatuses = st.ContainerStatuses[:0]
 	for i := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, c.app(&pod.Spec.Containers[i], stage, restarts, in.Behaviour))
+		ac := &pod.Spec.Containers[i]
+		var cs v1.ContainerStatus
+		if blocked {
+			cs = c.status(ac, c.old.ContainerStatuses, waitingFor(reasonPodInitializing, ""), 0)
+		} else if f, ok := beh.failureOf(ac.Name, true); ok && f.waits() {
+			reason := waitingReason(f, stage)
+			cs = c.status(ac, c.old.ContainerStatuses, waitingFor(reason, waitingMessage(reason, ac)), 0)
+		} else {
+			cs = c.app(ac, stage, restarts, beh)
+		}
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
-	setPodConditions(&st, in, stage == stageEnded, stamp)
+	setPodConditions(&st, in, stage == stageEnded, stuck, stamp)
 	return st
 }
 
-// setPodConditions derives the pod's conditions from its phase and containers.
-func setPodConditions(st *v1.PodStatus, in podInput, ended bool, now metav1.Time) {
+// setPodConditions derives the pod's conditions from its phase and containers;
+// stuck names the init container that never starts ("" for none).
+func setPodConditions(st *v1.PodStatus, in podInput, ended bool, stuck string, now metav1.Time) {
 	pod := in.Pod
 	var unready []string
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
@@ -103,7 +127,11 @@ func setPodConditions(st *v1.PodStatus, in podInput, ended bool, now metav1.Time
 	}
 	conds := conditionSetter{conds: st.Conditions, gen: pod.Generation, now: now}
 	conds.set(v1.PodReadyToStartContainers, sandbox)
-	conds.set(v1.PodInitialized, condition{status: v1.ConditionTrue})
+	initialized := condition{status: v1.ConditionTrue}
+	if stuck != "" {
+		initialized = condition{v1.ConditionFalse, reasonContainersNotInitialized, fmt.Sprintf("containers with incomplete status: [%s]", stuck)}
+	}
+	conds.set(v1.PodInitialized, initialized)
 	conds.set(v1.PodReady, ready)
 	conds.set(v1.ContainersReady, containersReady)
 	if !conds.has(v1.PodScheduled) {
@@ -153,12 +181,19 @@ func (s *conditionSetter) set(t v1.PodConditionType, want condition) {
 
 // containerRun is the wanted state of one container.
 type containerRun struct {
-	kind     string // "creating", "running", "crashed" or "exited"
+	kind     string // "creating", "waiting", "running", "crashed" or "exited"
 	ready    bool
 	exitCode int32
+	// reason and message of a "waiting" container; reason of a "crashed" one's
+	// last termination ("" for Error).
+	reason, message string
 }
 
 func exited(code int32) containerRun { return containerRun{kind: "exited", exitCode: code} }
+
+func waitingFor(reason, message string) containerRun {
+	return containerRun{kind: "waiting", reason: reason, message: message}
+}
 
 // containerBuilder writes container statuses, keeping the times of states that held.
 type containerBuilder struct {
@@ -172,17 +207,23 @@ func (b containerBuilder) app(c *v1.Container, stage podStage, restarts int32, b
 	switch stage {
 	case stagePending:
 		return b.status(c, b.old.ContainerStatuses, containerRun{kind: "creating"}, 0)
-	case stageCrashed:
-		return b.status(c, b.old.ContainerStatuses, containerRun{kind: "crashed"}, restarts)
+	case stageCrashed, stageRunning:
+		if !beh.crashes(c.Name) {
+			stage, restarts = stageRunning, 0
+		}
+		run := containerRun{kind: "running", ready: !beh.NeverReady, reason: beh.crashReason()}
+		if stage == stageCrashed {
+			run = containerRun{kind: "crashed", reason: beh.crashReason()}
+		}
+		return b.status(c, b.old.ContainerStatuses, run, restarts)
 	case stageEnded:
 		code := int32(0)
 		if beh.EndPhase == v1.PodFailed {
 			code = 1
 		}
 		return b.status(c, b.old.ContainerStatuses, exited(code), 0)
-	default:
-		return b.status(c, b.old.ContainerStatuses, containerRun{kind: "running", ready: !beh.NeverReady}, restarts)
 	}
+	return v1.ContainerStatus{}
 }
 
 // sidecar is the status of an init container that keeps running beside the app.
@@ -217,6 +258,9 @@ func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run
 	switch run.kind {
 	case "creating":
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reasonContainerCreating}
+	case "waiting":
+		cs.ImageID, cs.ContainerID = "", ""
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: run.reason, Message: run.message}
 	case "running":
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: startedAt}
 		cs.Started = ptr.To(true)
@@ -245,8 +289,12 @@ func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run
 			if prev != nil && prev.State.Running != nil {
 				lastStart = prev.State.Running.StartedAt
 			}
+			code, reason := int32(1), reasonError
+			if run.reason == reasonOOMKilled {
+				code, reason = exitCodeOOMKilled, reasonOOMKilled
+			}
 			cs.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
-				ExitCode: 1, Reason: reasonError, StartedAt: lastStart, FinishedAt: b.now,
+				ExitCode: code, Reason: reason, StartedAt: lastStart, FinishedAt: b.now,
 				ContainerID: containerID(b.uid, c.Name, restarts-1),
 			}
 		}
