@@ -33,10 +33,10 @@ const (
 const defaultOOMEvery = 2 * time.Second
 
 const (
-	reasonOOMKilled              = "OOMKilled"
-	reasonPodInitializing        = "PodInitializing"
+	reasonOOMKilled                = "OOMKilled"
+	reasonPodInitializing          = "PodInitializing"
 	reasonContainersNotInitialized = "ContainersNotInitialized"
-	exitCodeOOMKilled            = 137
+	exitCodeOOMKilled              = 137
 )
 
 var failReasons = []string{FailErrImagePull, FailImagePullBackOff, FailCreateContainerConfigError, FailInvalidImageName, FailOOMKilled}
