@@ -142,11 +142,11 @@ func TestDecidePodFailures(t *testing.T) {
 		},
 		{
 			name: "OOMKilled: the named container is killed for memory every 2s by default, the other runs on",
-			fail: []Failure{{Container: "app", Reason: FailOOMKilled}}, at: []time.Duration{0, sec, 3 * sec},
+			fail: []Failure{{Container: "app", Reason: FailOOMKilled}}, at: []time.Duration{0, sec, 3 * sec, 4 * sec, 5 * sec},
 			verify: func(t *testing.T, pod *v1.Pod, _ podDecision) {
 				app, log := pod.Status.ContainerStatuses[0], pod.Status.ContainerStatuses[1]
 				last := app.LastTerminationState.Terminated
-				if app.RestartCount != 1 || waiting(pod.Status.ContainerStatuses, "app") != reasonCrashLoopBackOff || last == nil ||
+				if app.RestartCount != 2 || waiting(pod.Status.ContainerStatuses, "app") != reasonCrashLoopBackOff || last == nil ||
 					last.Reason != reasonOOMKilled || last.ExitCode != exitCodeOOMKilled {
 					t.Errorf("app status = %+v", app)
 				}
@@ -155,6 +155,17 @@ func TestDecidePodFailures(t *testing.T) {
 				}
 				if pod.Status.Phase != v1.PodRunning {
 					t.Errorf("phase = %s", pod.Status.Phase)
+				}
+			},
+		},
+		{
+			name: "OOMKilled: the first kill shows as the container's state",
+			fail: []Failure{{Reason: FailOOMKilled}}, at: []time.Duration{0, sec, 3 * sec},
+			verify: func(t *testing.T, pod *v1.Pod, _ podDecision) {
+				for _, cs := range pod.Status.ContainerStatuses {
+					if term := cs.State.Terminated; term == nil || term.Reason != reasonOOMKilled || term.ExitCode != exitCodeOOMKilled {
+						t.Errorf("status = %+v", cs)
+					}
 				}
 			},
 		},

@@ -165,9 +165,20 @@ func TestDecidePod(t *testing.T) {
 			},
 		},
 		{
-			name: "restart-every: the crash raises restartCount and drops Ready",
+			name: "restart-every: the first crash shows the ended run and drops Ready; restarted with no back-off",
 			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 11 * sec},
-			want: want{phase: v1.PodRunning, restarts: 1, requeue: sec},
+			want: want{phase: v1.PodRunning, restarts: 0, requeue: sec},
+			verify: func(t *testing.T, pod *v1.Pod) {
+				cs := pod.Status.ContainerStatuses[0]
+				if term := cs.State.Terminated; term == nil || term.ExitCode != 1 || !term.StartedAt.Time.Equal(t0.Add(sec)) || cs.LastTerminationState.Terminated != nil {
+					t.Errorf("container status = %+v, want the crashed run, terminated", cs)
+				}
+			},
+		},
+		{
+			name: "restart-every: a later crash raises restartCount and waits in CrashLoopBackOff",
+			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 11 * sec, 12 * sec, 21 * sec},
+			want: want{phase: v1.PodRunning, restarts: 2, requeue: sec},
 			verify: func(t *testing.T, pod *v1.Pod) {
 				cs := pod.Status.ContainerStatuses[0]
 				if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff || cs.LastTerminationState.Terminated == nil {
@@ -185,11 +196,6 @@ func TestDecidePod(t *testing.T) {
 					t.Errorf("container status = %+v", cs)
 				}
 			},
-		},
-		{
-			name: "restart-every: every interval one more restart",
-			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 11 * sec, 12 * sec, 21 * sec},
-			want: want{phase: v1.PodRunning, restarts: 2, requeue: sec},
 		},
 		{
 			name: "restart-every: a late look counts every missed restart",

@@ -96,11 +96,14 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 func setPodConditions(st *v1.PodStatus, in podInput, ended bool, stuck string, now metav1.Time) {
 	pod := in.Pod
 	var unready []string
-	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
-		for _, cs := range list {
-			if !cs.Ready && cs.State.Terminated == nil {
-				unready = append(unready, cs.Name)
-			}
+	for _, cs := range st.InitContainerStatuses {
+		if !cs.Ready && cs.State.Terminated == nil {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
 		}
 	}
 	containersReady := condition{status: v1.ConditionTrue}
@@ -266,6 +269,16 @@ func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run
 		cs.Started = ptr.To(true)
 	case "crashed":
 		cs.ContainerID = containerID(b.uid, c.Name, restarts-1)
+		if restarts == 1 {
+			// The first crash: the kubelet restarts the container at once, with no
+			// back-off, so the crashed run shows until it does.
+			if prev != nil && prev.State.Terminated != nil {
+				return *prev.DeepCopy()
+			}
+			cs.RestartCount, cs.Ready = 0, false
+			cs.State.Terminated = crashTermination(run, lastRunStart(prev, b.now), b.now, cs.ContainerID)
+			return cs
+		}
 		cs.State.Waiting = &v1.ContainerStateWaiting{
 			Reason:  reasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", c.Name, b.uid),
@@ -281,25 +294,36 @@ func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run
 		cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: run.exitCode, Reason: reason, StartedAt: startedAt, FinishedAt: b.now, ContainerID: cs.ContainerID}
 	}
 	if restarts > 0 {
-		if prev != nil && prev.RestartCount == restarts && prev.LastTerminationState.Terminated != nil {
+		switch {
+		case prev != nil && prev.RestartCount == restarts && prev.LastTerminationState.Terminated != nil:
 			cs.LastTerminationState = *prev.LastTerminationState.DeepCopy()
-		} else {
+		case prev != nil && prev.RestartCount == restarts-1 && prev.State.Terminated != nil:
+			// Restarted after the crashed run that showed.
+			cs.LastTerminationState.Terminated = prev.State.Terminated.DeepCopy()
+		default:
 			// The run that just crashed.
-			lastStart := b.now
-			if prev != nil && prev.State.Running != nil {
-				lastStart = prev.State.Running.StartedAt
-			}
-			code, reason := int32(1), reasonError
-			if run.reason == reasonOOMKilled {
-				code, reason = exitCodeOOMKilled, reasonOOMKilled
-			}
-			cs.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
-				ExitCode: code, Reason: reason, StartedAt: lastStart, FinishedAt: b.now,
-				ContainerID: containerID(b.uid, c.Name, restarts-1),
-			}
+			cs.LastTerminationState.Terminated = crashTermination(run, lastRunStart(prev, b.now), b.now, containerID(b.uid, c.Name, restarts-1))
 		}
 	}
 	return cs
+}
+
+// lastRunStart is when the container's run that prev shows started (now if none).
+func lastRunStart(prev *v1.ContainerStatus, now metav1.Time) metav1.Time {
+	if prev != nil && prev.State.Running != nil {
+		return prev.State.Running.StartedAt
+	}
+	return now
+}
+
+// crashTermination is how a crashed run of the container ended: exit code 1
+// (Error), or 137 (OOMKilled) when run says it was killed for memory.
+func crashTermination(run containerRun, start, end metav1.Time, id string) *v1.ContainerStateTerminated {
+	code, reason := int32(1), reasonError
+	if run.reason == reasonOOMKilled {
+		code, reason = exitCodeOOMKilled, reasonOOMKilled
+	}
+	return &v1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: start, FinishedAt: end, ContainerID: id}
 }
 
 func isSidecar(c *v1.Container) bool {
