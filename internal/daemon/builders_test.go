@@ -181,6 +181,29 @@ func withRestarts(init, main int32) podOpt {
 	}
 }
 
+// waitingIn makes the pod's container c (or its init container, when init) wait
+// with reason.
+func waitingIn(reason string, init bool) podOpt {
+	return func(p *v1.Pod) {
+		cs := v1.ContainerStatus{Name: "c", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: "kubelet says " + reason}}}
+		if init {
+			cs.Name = "init"
+			p.Status.InitContainerStatuses = []v1.ContainerStatus{cs}
+			return
+		}
+		p.Status.ContainerStatuses = []v1.ContainerStatus{cs}
+	}
+}
+
+// lastTerminated makes the last run of the pod's container c end with reason.
+func lastTerminated(reason string) podOpt {
+	return func(p *v1.Pod) {
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", RestartCount: 1,
+			State:                v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: reason, ExitCode: 137}}}}
+	}
+}
+
 func withPhase(ph v1.PodPhase) podOpt { return func(p *v1.Pod) { p.Status.Phase = ph } }
 
 func withHash(h string) podOpt { return func(p *v1.Pod) { p.Labels[HashLabel] = h } }

@@ -151,7 +151,7 @@ func (n NodeReport) WaitMessage() string {
 		return "the back-off after its pod failed"
 	case ReasonNewPodBaking:
 		return "its new pod to stay Ready, with no restart, for " + AnnotationMinHealthy
-	case ReasonProgressDeadlineExceeded, ReasonRestartLimitExceeded:
+	case ReasonProgressDeadlineExceeded, ReasonRestartLimitExceeded, ReasonContainerFailing:
 		return "the failed rollout to be resumed or the template changed (" + string(n.Waiting) + ")"
 	}
 	return string(n.Waiting)

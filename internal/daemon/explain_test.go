@@ -222,6 +222,7 @@ func TestWaitMessage(t *testing.T) {
 		ReasonFailedPodBackoff:         "back-off",
 		ReasonProgressDeadlineExceeded: string(ReasonProgressDeadlineExceeded),
 		ReasonRestartLimitExceeded:     string(ReasonRestartLimitExceeded),
+		ReasonContainerFailing:         string(ReasonContainerFailing),
 		"SomethingElse":                "SomethingElse",
 	}
 	for reason, want := range tests {

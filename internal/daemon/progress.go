@@ -84,8 +84,9 @@ func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps
 	return r
 }
 
-// failure checks the current revision's pods against the policy. A pod whose
-// containers restarted more than max-restarts times fails the rollout at once. With a
+// failure checks the current revision's pods against the policy. Under
+// max-restarts, a pod whose containers restarted more than that many times, or one
+// with a failing container (containerFailure), fails the rollout at once. With a
 // progress deadline, the rollout fails when a pod has been waiting to become available
 // for that long while no other pod of the revision became available. Otherwise it
 // returns when to check again.
@@ -101,9 +102,14 @@ func (v *view) failure(pol *Policy, since time.Time) (Reason, string, time.Durat
 			if !v.updated(pod) || v.deleting(pod) || isTerminal(pod) {
 				continue
 			}
-			if restarts := restartCount(pod); pol.MaxRestarts >= 0 && int64(restarts) > pol.MaxRestarts {
-				return ReasonRestartLimitExceeded, fmt.Sprintf("pod %s on node %s restarted %d times, more than max-restarts %d",
-					pod.Name, n.name, restarts, pol.MaxRestarts), 0
+			if pol.MaxRestarts >= 0 {
+				if restarts := restartCount(pod); int64(restarts) > pol.MaxRestarts {
+					return ReasonRestartLimitExceeded, fmt.Sprintf("pod %s on node %s restarted %d times, more than max-restarts %d",
+						pod.Name, n.name, restarts, pol.MaxRestarts), 0
+				}
+				if container, how := containerFailure(pod); container != "" {
+					return ReasonContainerFailing, fmt.Sprintf("pod %s on node %s: container %s %s", pod.Name, n.name, container, how), 0
+				}
 			}
 			if v.healthy(pod) {
 				if at := v.healthyAt(pod); at.After(lastAvailable) {

@@ -136,6 +136,45 @@ func TestRolloutMaxRestarts(t *testing.T) {
 	})
 }
 
+func TestRolloutFailingContainer(t *testing.T) {
+	limit := withAnnotations(AnnotationMaxRestarts, "5")
+	failedMark := curRev + " " + MarkFailed + "=2 " + string(ReasonContainerFailing) + ": "
+	onN1 := func(opts ...podOpt) func(*apps.DaemonSet, *Snapshot) {
+		return func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", append([]podOpt{notReady()}, opts...)...)) }
+	}
+	var rows []rolloutRow
+	for _, reason := range []string{"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"} {
+		rows = append(rows, rolloutRow{name: reason + " fails at once", ds: []dsOpt{limit, withBudget("", "3")},
+			setup:  onN1(waitingIn(reason, false)),
+			marks:  []string{failedMark + "pod new-n1 on node n1: container c is waiting in " + reason + " (kubelet says " + reason + ")"},
+			reason: ReasonContainerFailing, status: v1.ConditionFalse, events: []string{string(ReasonContainerFailing)},
+			waits: with(all(ReasonContainerFailing, "n1"), "n1", string(ReasonNewPodUnavailable))})
+	}
+	rows = append(rows,
+		rolloutRow{name: "an init container's failure counts", ds: []dsOpt{limit},
+			setup: onN1(waitingIn("ErrImagePull", true)), marks: []string{failedMark + "pod new-n1 on node n1: container init is waiting in ErrImagePull"},
+			reason: ReasonContainerFailing, status: v1.ConditionFalse},
+		rolloutRow{name: "last terminated OOMKilled fails, though running again", ds: []dsOpt{limit},
+			setup: onN1(lastTerminated("OOMKilled")), marks: []string{failedMark + "pod new-n1 on node n1: container c was last terminated OOMKilled"},
+			reason: ReasonContainerFailing, status: v1.ConditionFalse},
+		rolloutRow{name: "a container still being created is no failure", ds: []dsOpt{limit, withBudget("", "1")},
+			setup: onN1(waitingIn("ContainerCreating", false)), reason: ReasonRollingOut, status: v1.ConditionTrue},
+		rolloutRow{name: "last terminated Error is counted by restarts only", ds: []dsOpt{limit, withBudget("", "1")},
+			setup: onN1(lastTerminated("Error")), reason: ReasonRollingOut, status: v1.ConditionTrue},
+		rolloutRow{name: "without max-restarts a failing container only waits", ds: []dsOpt{withAnnotations(AnnotationProgressDeadline, "1h"), withBudget("", "1")},
+			setup: onN1(waitingIn("ImagePullBackOff", false)), reason: ReasonRollingOut, status: v1.ConditionTrue, requeue: time.Hour},
+		rolloutRow{name: "an older pod's failure does not count", ds: []dsOpt{limit, withBudget("", "1")},
+			setup: func(ds *apps.DaemonSet, s *Snapshot) {
+				replace(s, newPod(ds, "old-n2", "n2", old(), notReady(), waitingIn("CrashLoopBackOff", false)))
+			},
+			deletes: []string{"old-n2"}},
+		rolloutRow{name: "restart limit and failing container at once: the limit is named", ds: []dsOpt{withAnnotations(AnnotationMaxRestarts, "0")},
+			setup: onN1(lastTerminated("OOMKilled")), marks: []string{curRev + " " + MarkFailed + "=2 " + string(ReasonRestartLimitExceeded) + ": "},
+			reason: ReasonRestartLimitExceeded, status: v1.ConditionFalse},
+	)
+	runRolloutRows(t, rows)
+}
+
 // A failed mark holds the rollout only while the revision keeps the number it
 // failed under.
 func TestRolloutFailedMark(t *testing.T) {
