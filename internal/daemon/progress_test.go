@@ -140,7 +140,9 @@ func TestRolloutFailingContainer(t *testing.T) {
 	limit := withAnnotations(AnnotationMaxRestarts, "5")
 	failedMark := curRev + " " + MarkFailed + "=2 " + string(ReasonContainerFailing) + ": "
 	onN1 := func(opts ...podOpt) func(*apps.DaemonSet, *Snapshot) {
-		return func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", append([]podOpt{notReady()}, opts...)...)) }
+		return func(ds *apps.DaemonSet, s *Snapshot) {
+			replace(s, newPod(ds, "new-n1", "n1", append([]podOpt{notReady()}, opts...)...))
+		}
 	}
 	var rows []rolloutRow
 	for _, reason := range []string{"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "InvalidImageName"} {
