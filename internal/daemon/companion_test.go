@@ -114,7 +114,7 @@ func TestDecideUpdate(t *testing.T) {
 			reason: ReasonNewRevisionAvailable, marks: []string{MarkAvailable}},
 		{name: "restart limit with on-failure rollback restores the old template", ds: companionDS("1", AnnotationMaxRestarts, "2", AnnotationOnFailure, OnFailureRollback),
 			setup:  func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", withRestarts(0, 3))) },
-			reason: ReasonRolledBack, rollback: true, marks: []string{MarkFailed}},
+			reason: ReasonRolledBack, rollback: true, marks: []string{MarkFailed, MarkRestored}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

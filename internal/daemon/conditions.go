@@ -48,22 +48,28 @@ func (r *rollout) conclude(v *view, c counts, p *Plan) *apps.DaemonSetCondition 
 	if !r.pol.Set {
 		return nil
 	}
-	_, released := r.current.Annotations[MarkAvailable]
-	complete := r.oldNodes == 0 && c.updated == c.desired && (c.available == c.desired || released)
+	released := r.released()
+	// Complete: every node runs the revision and, unless it was released before,
+	// every pod of it is available and done baking.
+	complete := r.oldNodes == 0 && c.updated == c.desired && (released || (c.available == c.desired && !r.waiting))
 	if r.fresh {
 		p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: r.current, Key: MarkFailed,
 			Value: failedMarkValue(r.current, r.failed, r.failMsg)})
 	}
-	if complete && r.failed == "" && !r.unsaved {
-		if _, ok := r.current.Annotations[MarkAvailable]; !ok {
-			p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: r.current, Key: MarkAvailable,
-				Value: now.UTC().Format(time.RFC3339)})
-		}
+	if complete && r.failed == "" && !r.unsaved && !released {
+		p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: r.current, Key: MarkAvailable,
+			Value: now.UTC().Format(time.RFC3339)})
 	}
 	reason, status, msg := r.describe(v, complete, prev)
-	if r.failed != "" && r.pol.Rollback && len(r.pol.Problems) == 0 {
+	switch {
+	case r.failed != "" && r.restoring:
+		reason, status = ReasonRollbackFailed, v1.ConditionFalse
+		msg = fmt.Sprintf("revision %d, restored by a rollback from failed revision %d, failed too: %s; the rollout holds here rather than roll back again: fix the template and apply it, or run `everynode rollout resume` to try revision %d again",
+			r.current.Revision, r.restored.from, r.failMsg, r.current.Revision)
+	case r.failed != "" && r.pol.Rollback && len(r.pol.Problems) == 0:
 		if target := rollbackTarget(r.old); target != nil {
 			p.Rollback = target
+			p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: target, Key: MarkRestored, Value: restoreMarkValue(r.current, now)})
 			reason, status = ReasonRolledBack, v1.ConditionFalse
 			msg = fmt.Sprintf("revision %d failed (%s: %s); rolled back to the template of revision %d, which becomes the newest revision",
 				r.current.Revision, r.failed, r.failMsg, target.Revision)
@@ -85,7 +91,7 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 		return r.failed, v1.ConditionFalse, fmt.Sprintf("revision %d failed: %s; the rollout holds until the template changes or `everynode rollout resume` runs", rev, r.failMsg)
 	case complete:
 		return ReasonNewRevisionAvailable, v1.ConditionTrue, fmt.Sprintf("revision %d is available on every node", rev)
-	case prev != nil && Reason(prev.Reason) == ReasonRolledBack && r.restored():
+	case prev != nil && Reason(prev.Reason) == ReasonRolledBack && r.restoring:
 		return ReasonRolledBack, v1.ConditionFalse, prev.Message
 	case r.pol.Paused:
 		return ReasonPaused, v1.ConditionUnknown, fmt.Sprintf("revision %d is paused by %s; remove it or run `everynode rollout resume` to go on", rev, AnnotationPaused)
@@ -103,17 +109,6 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 		}
 	}
 	return ReasonRollingOut, v1.ConditionTrue, fmt.Sprintf("rolling out revision %d", rev)
-}
-
-// restored reports whether the current revision is still the one a rollback restored:
-// the revision it replaced, the newest of the others, failed under its number. A
-// template pushed since is a rollout of its own, watched by the progress deadline again.
-func (r *rollout) restored() bool {
-	if len(r.old) == 0 {
-		return false
-	}
-	_, _, failed := failedMark(r.old[len(r.old)-1])
-	return failed
 }
 
 // onlyHold returns the one policy hold that every node still on an older revision

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -17,10 +18,12 @@ import (
 // decideWith runs Decide on policyCluster after setup, returning the Plan and the
 // Progressing condition it stores.
 // markFailedBelowCurrent marks the revision numbered just below the current one as
-// failed: the current revision is one a rollback restored.
+// failed, and the current one as restored from it by a rollback an hour ago.
 func markFailedBelowCurrent(_ *apps.DaemonSet, s *Snapshot) {
 	r := s.Revisions[0]
 	r.Annotations = map[string]string{MarkFailed: failedMarkValue(r, ReasonProgressDeadlineExceeded, "no progress")}
+	cur := s.Revisions[len(s.Revisions)-1]
+	cur.Annotations = map[string]string{MarkRestored: fmt.Sprintf("%d from %d at %s", cur.Revision, r.Revision, t0.Add(-time.Hour).Format(time.RFC3339))}
 }
 
 func decideWith(ds *apps.DaemonSet, setup func(*apps.DaemonSet, *Snapshot)) (Plan, *apps.DaemonSetCondition) {

@@ -50,6 +50,12 @@ const (
 	// revision keeps that number: a template changed away and back is renumbered,
 	// and tried again.
 	MarkFailed = RolloutPrefix + "failed"
+	// MarkRestored records that a rollback restored the revision, as
+	// "<revision number> from <failed revision number> at <RFC 3339 time>". Until
+	// the revision is available everywhere again (MarkAvailable at or after that
+	// time), its rollout is watched for failure as a new one's, and a failure holds
+	// it instead of rolling back again.
+	MarkRestored = RolloutPrefix + "restored"
 )
 
 // Values of the new-nodes and on-failure annotations.

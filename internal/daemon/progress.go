@@ -35,6 +35,10 @@ type rollout struct {
 	fresh   bool
 	// recheck is when the progress deadline of a waiting pod runs out.
 	recheck time.Duration
+	// restoring: current is a revision a rollback restored, not yet available
+	// everywhere since (restore.go).
+	restoring bool
+	restored  restoreMark
 }
 
 // assess applies pol to the view: what holds the rollout, and whether it failed.
@@ -61,9 +65,10 @@ func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps
 	if len(pol.Problems) > 0 {
 		g.hold = ReasonInvalidAnnotation
 	}
+	r.restored, r.restoring = restoring(current)
 	if reason, msg, ok := failedMark(current); ok {
 		r.failed, r.failMsg = reason, msg
-	} else if _, released := current.Annotations[MarkAvailable]; pol.watchesProgress() && !released {
+	} else if pol.watchesProgress() && !r.released() {
 		// Once available everywhere, a revision is released: a pod that restarts or
 		// goes unavailable later is an operational matter, not a failed rollout.
 		r.failed, r.failMsg, r.recheck = v.failure(pol, since)
@@ -82,6 +87,13 @@ func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps
 	}
 	v.setWaves(g, pol)
 	return r
+}
+
+// released reports whether the current revision was available on every node since
+// it last began rolling out.
+func (r *rollout) released() bool {
+	_, ok := r.current.Annotations[MarkAvailable]
+	return ok && !r.restoring
 }
 
 // failure checks the current revision's pods against the policy. Under

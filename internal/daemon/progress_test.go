@@ -88,7 +88,7 @@ func TestRolloutProgressDeadline(t *testing.T) {
 		{name: "on-failure pause: held, no rollback", ds: []dsOpt{deadline, withAnnotations(AnnotationOnFailure, "pause"), rollingOutSince(20 * time.Minute)},
 			setup: waitingOnN1(15 * time.Minute), marks: []string{failedMark}, reason: ReasonProgressDeadlineExceeded, status: v1.ConditionFalse},
 		{name: "on-failure rollback: back to the previous revision", ds: []dsOpt{deadline, withAnnotations(AnnotationOnFailure, "rollback"), rollingOutSince(20 * time.Minute), withBudget("", "2")},
-			setup: waitingOnN1(15 * time.Minute), marks: []string{failedMark}, rollback: "ds-old",
+			setup: waitingOnN1(15 * time.Minute), marks: []string{failedMark, "ds-old " + MarkRestored + "=3 from 2 at 2030-01-01T12:00:00Z"}, rollback: "ds-old",
 			reason: ReasonRolledBack, status: v1.ConditionFalse, message: "rolled back to the template of revision 1",
 			events: []string{string(ReasonRolledBack)}},
 		{name: "on-failure rollback without an earlier revision: held", ds: []dsOpt{deadline, withAnnotations(AnnotationOnFailure, "rollback"), rollingOutSince(20 * time.Minute)},
@@ -124,7 +124,7 @@ func TestRolloutMaxRestarts(t *testing.T) {
 			marks: []string{failedMark}, reason: ReasonRestartLimitExceeded, status: v1.ConditionFalse},
 		{name: "on-failure rollback", ds: []dsOpt{limit("2"), withAnnotations(AnnotationOnFailure, "rollback")},
 			setup: func(ds *apps.DaemonSet, s *Snapshot) { replace(s, newPod(ds, "new-n1", "n1", withRestarts(0, 3))) },
-			marks: []string{failedMark}, rollback: "ds-old", reason: ReasonRolledBack, status: v1.ConditionFalse,
+			marks: []string{failedMark, "ds-old " + MarkRestored + "=3 from 2 at 2030-01-01T12:00:00Z"}, rollback: "ds-old", reason: ReasonRolledBack, status: v1.ConditionFalse,
 			message: "revision 2 failed (PodRestartLimitExceeded: "},
 		{name: "a released revision (once available everywhere) does not fail later", ds: []dsOpt{limit("2"), withAnnotations(AnnotationOnFailure, "rollback"), withBudget("", "5")},
 			setup: func(ds *apps.DaemonSet, s *Snapshot) {
@@ -193,7 +193,8 @@ func TestRolloutFailedMark(t *testing.T) {
 			setup:  marked("2 PodRestartLimitExceeded: pod x restarted"),
 			reason: ReasonRestartLimitExceeded, status: v1.ConditionFalse},
 		{name: "a mark with on-failure rollback rolls back", ds: []dsOpt{watch, withAnnotations(AnnotationOnFailure, "rollback")},
-			setup: marked("2 ProgressDeadlineExceeded: x"), rollback: "ds-old", reason: ReasonRolledBack, status: v1.ConditionFalse},
+			setup: marked("2 ProgressDeadlineExceeded: x"), rollback: "ds-old", reason: ReasonRolledBack, status: v1.ConditionFalse,
+			marks: []string{"ds-old " + MarkRestored + "=3 from 2 at 2030-01-01T12:00:00Z"}},
 		{name: "a mark does not stop a node that joins from getting a pod", ds: []dsOpt{watch},
 			setup:   then(marked("2 ProgressDeadlineExceeded: x"), func(_ *apps.DaemonSet, s *Snapshot) { s.Nodes = append(s.Nodes, newNode("n6")) }),
 			creates: []string{"n6"}},
@@ -270,14 +271,15 @@ func TestRolloutRollbackTarget(t *testing.T) {
 	runRolloutRows(t, []rolloutRow{
 		{name: "the newest revision once available everywhere", ds: rollback,
 			setup:    then(three, func(_ *apps.DaemonSet, s *Snapshot) { annotate(s, "ds-older", MarkAvailable, "2029-12-01T00:00:00Z") }),
-			rollback: "ds-older", reason: ReasonRolledBack, status: v1.ConditionFalse, message: "rolled back to the template of revision 1"},
+			rollback: "ds-older", reason: ReasonRolledBack, status: v1.ConditionFalse, message: "rolled back to the template of revision 1",
+			marks: []string{"ds-older " + MarkRestored + "=4 from 3 at "}},
 		{name: "else the newest not marked failed", ds: rollback,
 			setup: then(three, func(_ *apps.DaemonSet, s *Snapshot) {
 				annotate(s, "ds-old", MarkFailed, "2 ProgressDeadlineExceeded: x")
 			}),
-			rollback: "ds-older"},
+			rollback: "ds-older", marks: []string{"ds-older " + MarkRestored + "=4 from 3 at "}},
 		{name: "else the newest", ds: rollback, setup: three, rollback: "ds-old", message: "rolled back to the template of revision 2",
-			reason: ReasonRolledBack, status: v1.ConditionFalse},
+			reason: ReasonRolledBack, status: v1.ConditionFalse, marks: []string{"ds-old " + MarkRestored + "=4 from 3 at "}},
 	})
 	ds := newDS("ds", rollback...)
 	s := policyCluster(ds)
