@@ -194,3 +194,35 @@ func waitingMessage(reason string, c *v1.Container) string {
 	}
 	return ""
 }
+
+// nodeFailures reads a Node's sim.everynode.dev/fail: failures, without container
+// names, of every pod that starts on the node while it is set.
+func nodeFailures(node *v1.Node) ([]Failure, error) {
+	s, ok := node.Annotations[AnnotationFail]
+	if !ok {
+		return nil, nil
+	}
+	fs, err := parseFailures(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fs {
+		if f.Container != "" {
+			return nil, fmt.Errorf("%s=%q: on a Node, give reasons only: they apply to every app container", AnnotationFail, s)
+		}
+	}
+	return fs, nil
+}
+
+// started reports whether any container of the pod has started, as its stored
+// status shows: a node's failures apply only to pods that have not.
+func started(pod *v1.Pod) bool {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestParseFailures(t *testing.T) {
@@ -197,4 +198,55 @@ func TestDecidePodFailures(t *testing.T) {
 			tt.verify(t, in.Pod, d)
 		})
 	}
+}
+
+func TestNodeFailures(t *testing.T) {
+	node := func(v string) *v1.Node {
+		n := &v1.Node{}
+		n.Annotations = map[string]string{AnnotationFail: v}
+		return n
+	}
+	if fs, err := nodeFailures(node("ErrImagePull")); err != nil || len(fs) != 1 || fs[0].Reason != FailErrImagePull {
+		t.Errorf("nodeFailures(ErrImagePull) = %v, %v", fs, err)
+	}
+	if _, err := nodeFailures(node("app=ErrImagePull")); err == nil {
+		t.Error("a container name on a Node is accepted")
+	}
+	if fs, err := nodeFailures(&v1.Node{}); fs != nil || err != nil {
+		t.Errorf("no annotation: %v, %v", fs, err)
+	}
+}
+
+// A node that cannot pull images: a pod that starts there while the annotation is
+// set waits in ErrImagePull, then ImagePullBackOff; a pod already running is left
+// alone; once the annotation goes, the waiting pod starts.
+func TestNodeFailAnnotation(t *testing.T) {
+	h := startSimulator(t, testConfig(1))
+	h.eventually("sim-node-0", func() bool { return h.node("sim-node-0") != nil })
+	h.createPod(boundPod("running", "sim-node-0", nil))
+	h.advanceUntil("pod Ready", 100*time.Millisecond, func() bool { return readyIs(h.pod("running"), true) })
+
+	setFail := func(value string) {
+		node := h.node("sim-node-0")
+		if value == "" {
+			delete(node.Annotations, AnnotationFail)
+		} else {
+			metav1.SetMetaDataAnnotation(&node.ObjectMeta, AnnotationFail, value)
+		}
+		if _, err := h.client.CoreV1().Nodes().Update(h.ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFail(FailErrImagePull)
+	h.eventually("the node's annotation seen", func() bool { return h.node("sim-node-0").Annotations[AnnotationFail] != "" })
+	h.createPod(boundPod("new", "sim-node-0", nil))
+	h.advanceUntil("new pod in ImagePullBackOff", 100*time.Millisecond, func() bool {
+		return waiting(h.pod("new").Status.ContainerStatuses, "app") == FailImagePullBackOff
+	})
+	h.holds("the running pod is left alone", 100*time.Millisecond, 5, func() bool { return readyIs(h.pod("running"), true) })
+	if p := h.pod("new"); p.Status.Phase != v1.PodPending {
+		t.Errorf("phase = %s, want Pending", p.Status.Phase)
+	}
+	setFail("")
+	h.advanceUntil("the new pod starts once the node pulls again", 100*time.Millisecond, func() bool { return readyIs(h.pod("new"), true) })
 }

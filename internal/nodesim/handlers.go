@@ -70,6 +70,7 @@ func (s *Simulator) nodeHandler() cache.ResourceEventHandler {
 // podsDependOnChange reports whether a node change can change its pods' status.
 func podsDependOnChange(old, cur *v1.Node) bool {
 	return old.Annotations[AnnotationReady] != cur.Annotations[AnnotationReady] ||
+		old.Annotations[AnnotationFail] != cur.Annotations[AnnotationFail] ||
 		old.Spec.PodCIDR != cur.Spec.PodCIDR ||
 		internalIP(old) != internalIP(cur)
 }

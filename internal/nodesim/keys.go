@@ -31,6 +31,9 @@ const (
 	// never starts; the pod stays Pending) or OOMKilled (the container is killed for
 	// memory every restart-every, 2s by default). Without a container name the
 	// failure is every app container's; a name may be an init container's.
+	// On a Node, "Reason[,...]" (no container names) plays those failures in every
+	// pod that has not started a container when it is set — a node that cannot
+	// pull images, say.
 	AnnotationFail = "sim.everynode.dev/fail"
 )
 

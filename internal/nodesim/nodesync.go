@@ -2,6 +2,7 @@ package nodesim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,10 +46,11 @@ func (s *Simulator) syncNode(ctx context.Context, name string) (time.Duration, e
 		}
 		logger.V(2).Info("Gave node a pod range", "node", klog.KObj(node), "podCIDR", cidr)
 	}
-	ready, knobErr := nodeReadyKnob(node)
-	if knobErr == nil {
+	ready, readyErr := nodeReadyKnob(node)
+	_, failErr := nodeFailures(node)
+	if knobErr := errors.Join(readyErr, failErr); knobErr == nil {
 		s.nodeWarnings.remove(name)
-	} else if raw := node.Annotations[AnnotationReady]; s.warnOnce(name, raw) {
+	} else if raw := node.Annotations[AnnotationReady] + "\x00" + node.Annotations[AnnotationFail]; s.warnOnce(name, raw) {
 		logger.Info("Ignoring invalid simulation annotation", "node", klog.KObj(node), "err", knobErr)
 	}
 	status := desiredNodeStatus(node, index, ready, s.clock.Now())

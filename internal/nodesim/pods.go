@@ -3,6 +3,7 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ func (s *Simulator) syncPod(ctx context.Context, key string) (time.Duration, err
 		StopDelay: s.cfg.PodStopDelay,
 	}
 	in.NodeReady, _ = nodeReadyKnob(node)
+	if fs, err := nodeFailures(node); err == nil && len(fs) > 0 && !started(pod) {
+		in.Behaviour.Failures = append(slices.Clip(in.Behaviour.Failures), fs...)
+	}
 	if pod.DeletionTimestamp == nil {
 		if in.HostIP == "" || (!pod.Spec.HostNetwork && node.Spec.PodCIDR == "" && pod.Status.PodIP == "") {
 			// The node is not set up yet; its update queues the pod again.
