@@ -15,17 +15,31 @@ import (
 	"github.com/everynode/everynode/internal/daemon"
 )
 
-// markRevisions writes the rollout's marks on revisions. A failed revision is marked
-// before the DaemonSet leaves it, so it is not tried again.
+// markRevisions writes the rollout's marks on revisions, one patch per revision. A
+// failed revision is marked before the DaemonSet leaves it, so it is not tried again.
 func (c *Controller) markRevisions(ctx context.Context, ds *apps.DaemonSet, p *daemon.Plan) error {
 	revisions := c.client.AppsV1().ControllerRevisions(ds.Namespace)
+	var order []string
+	marks := map[string]map[string]any{}
 	for _, m := range p.MarkRevisions {
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{m.Key: m.Value}}})
+		name := m.Revision.Name
+		if marks[name] == nil {
+			marks[name] = map[string]any{}
+			order = append(order, name)
+		}
+		var value any = m.Value
+		if m.Remove {
+			value = nil // a merge patch removes a key set to null
+		}
+		marks[name][m.Key] = value
+	}
+	for _, name := range order {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": marks[name]}})
 		if err != nil {
 			return err
 		}
-		if _, err := revisions.Patch(ctx, m.Revision.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("marking revision %s with %s: %w", m.Revision.Name, m.Key, err)
+		if _, err := revisions.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking revision %s: %w", name, err)
 		}
 	}
 	return nil

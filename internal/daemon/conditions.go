@@ -69,7 +69,7 @@ func (r *rollout) conclude(v *view, c counts, p *Plan) *apps.DaemonSetCondition 
 	case r.failed != "" && r.pol.Rollback && len(r.pol.Problems) == 0:
 		if target := rollbackTarget(r.old); target != nil {
 			p.Rollback = target
-			p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: target, Key: MarkRestored, Value: restoreMarkValue(r.current, now)})
+			p.MarkRevisions = append(p.MarkRevisions, restoreMarks(r.current, target, now)...)
 			reason, status = ReasonRolledBack, v1.ConditionFalse
 			msg = fmt.Sprintf("revision %d failed (%s: %s); rolled back to the template of revision %d, which becomes the newest revision",
 				r.current.Revision, r.failed, r.failMsg, target.Revision)

@@ -162,7 +162,11 @@ func runRolloutRows(t *testing.T, rows []rolloutRow) {
 			}
 			var marks []string
 			for _, m := range p.MarkRevisions {
-				marks = append(marks, m.Revision.Name+" "+m.Key+"="+m.Value)
+				if m.Remove {
+					marks = append(marks, m.Revision.Name+" "+m.Key+"-") // as kubectl annotate removes one
+				} else {
+					marks = append(marks, m.Revision.Name+" "+m.Key+"="+m.Value)
+				}
 			}
 			if len(marks) != len(tt.marks) || !slices.EqualFunc(marks, tt.marks, strings.HasPrefix) {
 				t.Errorf("marks %q, want %q", marks, tt.marks)

@@ -76,7 +76,8 @@ type Plan struct {
 	// backoff grows.
 	FailedPodNodes []string
 
-	// MarkRevisions are annotations to set on revisions (MarkAvailable, MarkFailed).
+	// MarkRevisions are annotations to set on revisions, or remove (MarkAvailable,
+	// MarkFailed, MarkRestored).
 	MarkRevisions []RevisionMark
 	// Rollback, when set, is the revision whose template is to be restored on the
 	// DaemonSet, as `kubectl rollout undo` does: its Data is the patch to apply.
@@ -106,10 +107,11 @@ type PodCreate struct {
 	Template *v1.PodTemplateSpec
 }
 
-// RevisionMark is one annotation to set on a revision.
+// RevisionMark is one annotation to set on a revision, or to remove from it.
 type RevisionMark struct {
 	Revision   *apps.ControllerRevision
 	Key, Value string
+	Remove     bool
 }
 
 // PodDelete asks for Pod to be deleted (with its UID as precondition).

@@ -51,10 +51,10 @@ const (
 	// and tried again.
 	MarkFailed = RolloutPrefix + "failed"
 	// MarkRestored records that a rollback restored the revision, as
-	// "<revision number> from <failed revision number> at <RFC 3339 time>". Until
-	// the revision is available everywhere again (MarkAvailable at or after that
-	// time), its rollout is watched for failure as a new one's, and a failure holds
-	// it instead of rolling back again.
+	// "<revision number> from <failed revision number> at <RFC 3339 time>"; the
+	// rollback also removes the revision's MarkAvailable. Until it is available
+	// everywhere again (MarkAvailable set anew), its rollout is watched for failure
+	// as a new one's, and a failure holds it instead of rolling back again.
 	MarkRestored = RolloutPrefix + "restored"
 )
 

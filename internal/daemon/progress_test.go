@@ -272,7 +272,7 @@ func TestRolloutRollbackTarget(t *testing.T) {
 		{name: "the newest revision once available everywhere", ds: rollback,
 			setup:    then(three, func(_ *apps.DaemonSet, s *Snapshot) { annotate(s, "ds-older", MarkAvailable, "2029-12-01T00:00:00Z") }),
 			rollback: "ds-older", reason: ReasonRolledBack, status: v1.ConditionFalse, message: "rolled back to the template of revision 1",
-			marks: []string{"ds-older " + MarkRestored + "=4 from 3 at "}},
+			marks: []string{"ds-older " + MarkRestored + "=4 from 3 at ", "ds-older " + MarkAvailable + "-"}},
 		{name: "else the newest not marked failed", ds: rollback,
 			setup: then(three, func(_ *apps.DaemonSet, s *Snapshot) {
 				annotate(s, "ds-old", MarkFailed, "2 ProgressDeadlineExceeded: x")

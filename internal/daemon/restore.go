@@ -13,35 +13,34 @@ const ReasonRollbackFailed Reason = "RollbackFailed"
 
 // restoreMark is what MarkRestored records on a revision a rollback restored.
 type restoreMark struct {
-	revision int64     // the number the revision takes once restored
-	from     int64     // the failed revision it replaced
-	at       time.Time // when the rollback was made
+	revision int64 // the number the revision takes once restored
+	from     int64 // the failed revision it replaced
 }
 
-// restoreMarkValue is the mark a rollback from the current revision (failed) to
-// target leaves on target. Restoring it makes target the newest revision, one
-// above the current one.
-func restoreMarkValue(current *apps.ControllerRevision, at time.Time) string {
-	return fmt.Sprintf("%d from %d at %s", current.Revision+1, current.Revision, at.UTC().Format(time.RFC3339))
+// restoreMarks are the marks a rollback from the current revision (failed) to
+// target leaves on target: restored, one above the current one, and no longer
+// known to be available everywhere (it rolls out again).
+func restoreMarks(current, target *apps.ControllerRevision, at time.Time) []RevisionMark {
+	value := fmt.Sprintf("%d from %d at %s", current.Revision+1, current.Revision, at.UTC().Format(time.RFC3339))
+	marks := []RevisionMark{{Revision: target, Key: MarkRestored, Value: value}}
+	if _, ok := target.Annotations[MarkAvailable]; ok {
+		marks = append(marks, RevisionMark{Revision: target, Key: MarkAvailable, Remove: true})
+	}
+	return marks
 }
 
-// readRestoreMark reads a revision's MarkRestored. Like MarkFailed, a mark counts
-// only while the revision keeps the number it was restored under.
+// readRestoreMark reads a revision's MarkRestored (the time in it is for people).
+// Like MarkFailed, a mark counts only while the revision keeps the number it was
+// restored under.
 func readRestoreMark(r *apps.ControllerRevision) (restoreMark, bool) {
 	val, ok := r.Annotations[MarkRestored]
 	if !ok {
 		return restoreMark{}, false
 	}
 	var m restoreMark
-	var at string
-	if _, err := fmt.Sscanf(val, "%d from %d at %s", &m.revision, &m.from, &at); err != nil || m.revision != r.Revision {
+	if _, err := fmt.Sscanf(val, "%d from %d", &m.revision, &m.from); err != nil || m.revision != r.Revision {
 		return restoreMark{}, false
 	}
-	t, err := time.Parse(time.RFC3339, at)
-	if err != nil {
-		return restoreMark{}, false
-	}
-	m.at = t
 	return m, true
 }
 
@@ -53,7 +52,7 @@ func restoring(r *apps.ControllerRevision) (restoreMark, bool) {
 	if !ok {
 		return restoreMark{}, false
 	}
-	if at, err := time.Parse(time.RFC3339, r.Annotations[MarkAvailable]); err == nil && !at.Before(m.at) {
+	if _, released := r.Annotations[MarkAvailable]; released {
 		return restoreMark{}, false
 	}
 	return m, true

@@ -138,7 +138,11 @@ func (c *simCluster) apply(p Plan) {
 		for i, r := range c.revs {
 			if r.Name == m.Revision.Name {
 				c.revs[i] = r.DeepCopy()
-				metav1.SetMetaDataAnnotation(&c.revs[i].ObjectMeta, m.Key, m.Value)
+				if m.Remove {
+					delete(c.revs[i].Annotations, m.Key)
+				} else {
+					metav1.SetMetaDataAnnotation(&c.revs[i].ObjectMeta, m.Key, m.Value)
+				}
 			}
 		}
 	}
