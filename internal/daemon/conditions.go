@@ -95,6 +95,10 @@ func (r *rollout) describe(v *view, complete bool, prev *apps.DaemonSetCondition
 		return ReasonRolledBack, v1.ConditionFalse, prev.Message
 	case r.pol.Paused:
 		return ReasonPaused, v1.ConditionUnknown, fmt.Sprintf("revision %d is paused by %s; remove it or run `everynode rollout resume` to go on", rev, AnnotationPaused)
+	case len(v.portBlocked) > 0 && !g.deleteFirst:
+		return ReasonSurgeHostPort, v1.ConditionFalse, hostPortMessage(v.portBlocked, rev, false)
+	case len(v.portBlocked) > 0:
+		return ReasonRollingOut, v1.ConditionTrue, fmt.Sprintf("rolling out revision %d; %s", rev, hostPortMessage(v.portBlocked, rev, true))
 	case r.waiting:
 		return ReasonRollingOut, v1.ConditionTrue, fmt.Sprintf("rolling out revision %d", rev)
 	case g.hold == ReasonWavePause:

@@ -149,6 +149,8 @@ func (n NodeReport) WaitMessage() string {
 		return "a rollout annotation to be fixed"
 	case ReasonFailedPodBackoff:
 		return "the back-off after its pod failed"
+	case ReasonSurgeHostPort:
+		return "a host port its old pod holds: the surge pod cannot be scheduled (" + AnnotationSurgeFallback + ": " + SurgeDeleteFirst + " replaces the old pod first)"
 	case ReasonNewPodBaking:
 		return "its new pod to stay Ready, with no restart, for " + AnnotationMinHealthy
 	case ReasonProgressDeadlineExceeded, ReasonRestartLimitExceeded, ReasonContainerFailing:

@@ -19,7 +19,7 @@ func FuzzParsePolicy(f *testing.F) {
 		{"paused", "true"}, {"partition", "10%"}, {"canary", "zone in (a,b),!gpu"}, {"waves", "topology.kubernetes.io/zone"},
 		{"wave-order", "b,,a"}, {"wave-pause", "1m30s"}, {"new-nodes", "stable"}, {"progress-deadline", "-1s"},
 		{"max-restarts", "99999999999"}, {"on-failure", "rollback"}, {"max-unavailable", "0%"}, {"max-unavailable", "3"},
-		{"unknown", ""},
+		{"surge-fallback", "delete-first"}, {"surge-fallback", "Delete-First"}, {"unknown", ""},
 	} {
 		f.Add(seed[0], seed[1])
 	}

@@ -39,6 +39,8 @@ type gate struct {
 	// updatable is how many more nodes the partition lets leave the old revision;
 	// negative when there is no partition.
 	updatable int
+	// deleteFirst: surge-fallback delete-first (see hostport.go).
+	deleteFirst bool
 }
 
 // openGate admits every node: upstream's RollingUpdate.

@@ -33,6 +33,10 @@ const (
 	// AnnotationMinHealthy is the healthy-time bake: how long a new pod must stay
 	// Ready, with no container restart, before the update counts it done.
 	AnnotationMinHealthy = RolloutPrefix + "min-healthy"
+	// AnnotationSurgeFallback says what a surge update does on a node where the
+	// scheduler cannot place the surge pod because the old pod holds its host port:
+	// "delete-first" replaces such nodes old pod first, one node at a time.
+	AnnotationSurgeFallback = RolloutPrefix + "surge-fallback"
 )
 
 // DefaultMinHealthy is the bake when max-restarts, progress-deadline or on-failure is
@@ -64,6 +68,7 @@ const (
 	NewNodesStable    = "stable"
 	OnFailurePause    = "pause"
 	OnFailureRollback = "rollback"
+	SurgeDeleteFirst  = "delete-first"
 )
 
 // Policy is a DaemonSet's rollout annotations, parsed. The zero Policy is upstream's
@@ -89,6 +94,9 @@ type Policy struct {
 	MaxUnavailable *intstr.IntOrString
 	// MinHealthy is the healthy-time bake; zero for none.
 	MinHealthy time.Duration
+	// SurgeDeleteFirst: a node whose surge pod cannot be scheduled for a host port
+	// its old pod holds is replaced old pod first (see hostport.go).
+	SurgeDeleteFirst bool
 	// Problems are the annotations that could not be parsed: while there is one, the
 	// rollout holds.
 	Problems []string
@@ -200,6 +208,11 @@ func (p *Policy) parse(key, val string) error {
 			return fmt.Errorf("want a duration such as 10s, or 0s for no bake")
 		}
 		p.MinHealthy = d
+	case AnnotationSurgeFallback:
+		if val != SurgeDeleteFirst {
+			return fmt.Errorf("want %q (the only fallback)", SurgeDeleteFirst)
+		}
+		p.SurgeDeleteFirst = true
 	case AnnotationMaxUnavailable:
 		v := intstr.Parse(val)
 		if err := validMaxUnavailable(v); err != nil {

@@ -81,6 +81,7 @@ func (v *view) assess(pol *Policy, current *apps.ControllerRevision, old []*apps
 		g.hold = ReasonPaused
 	}
 	g.canary = pol.Canary
+	g.deleteFirst = pol.SurgeDeleteFirst
 	if pol.Partition != nil {
 		keep, _ := scaled(pol.Partition, desired)
 		g.updatable = max(0, r.oldNodes-keep)

@@ -175,8 +175,8 @@ func (v *view) admit(n *nodeState, g *gate) bool {
 // are available than desired. Pods on nodes that no longer exist are the pod garbage
 // collector's: they are neither replaced nor counted as available.
 func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
-	surging, available := 0, 0
-	var candidates, leaving, broken []*nodeState
+	surging, available, replacing := 0, 0, 0
+	var candidates, leaving, broken, blocked []*nodeState
 	for _, n := range v.nodes {
 		if len(n.pods) == 0 || n.node == nil {
 			continue
@@ -196,6 +196,7 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 		switch {
 		case old == nil:
 			if cur != nil && !cur.healthy {
+				replacing++
 				v.waitForNewPod(n, cur, p)
 			}
 		case cur == nil && !old.available:
@@ -214,6 +215,12 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 			}
 		case !cur.healthy:
 			surging++
+			if ports := hostPortsBlocked(cur.pod, old.pod); ports != nil {
+				v.portBlocked = append(v.portBlocked, portBlock{node: n.name, ports: ports})
+				blocked = append(blocked, n)
+				n.wait = ReasonSurgeHostPort
+				continue
+			}
 			v.waitForNewPod(n, cur, p)
 		default:
 			p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonSurgeDone})
@@ -228,6 +235,7 @@ func (v *view) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 	v.updateInOrder(broken, candidates, max(maxSurge-surging, 0), g, func(n *nodeState) {
 		p.Creates = append(p.Creates, PodCreate{Node: n.name, Reason: ReasonSurge})
 	})
+	v.deleteFirst(blocked, replacing, g, p)
 }
 
 // waitForNewPod notes that node n waits for its new pod cur to become available, or

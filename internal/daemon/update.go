@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 )
 
 // The update stage: which pods of older revisions go, when, and what each node that
@@ -79,6 +80,11 @@ func (v *view) update(pol *Policy, revs revisions, c counts, p *Plan) (*apps.Dae
 	r := v.assess(pol, revs.current, revs.old, rolloutSince(v.ds, v.now), desired)
 	r.unsaved = revs.unsaved
 	v.rollOut(desired, b, r.gate, p)
+	if len(v.portBlocked) > 0 && !pol.Set {
+		// No Progressing condition to say it in: a Warning event does.
+		p.Events = append(p.Events, Event{Type: v1.EventTypeWarning, Reason: string(ReasonSurgeHostPort),
+			Message: hostPortMessage(v.portBlocked, revs.current.Revision, false)})
+	}
 	cond := r.conclude(v, c, p)
 	p.requeueWithin(r.recheck)
 	if !r.gate.holdUntil.IsZero() {

@@ -51,6 +51,9 @@ type view struct {
 	// settled: no write is in flight and the placement rules planned none, so a
 	// RollingUpdate was assessed.
 	settled bool
+	// portBlocked are the nodes whose surge pods wait for host ports their old pods
+	// hold (see hostport.go), found by the rollout.
+	portBlocked []portBlock
 
 	// What a Memo needs to repeat the per-node rules (see newMemo).
 	elig     *Eligibility
