@@ -41,6 +41,8 @@ const (
 	annOnFailure        = "rollout.everynode.dev/on-failure"
 	annMaxRestarts      = "rollout.everynode.dev/max-restarts"
 	annMaxUnavailable   = "rollout.everynode.dev/max-unavailable"
+	annMinHealthy       = "rollout.everynode.dev/min-healthy"
+	annSurgeFallback    = "rollout.everynode.dev/surge-fallback"
 	markFailed          = "rollout.everynode.dev/failed"
 	markAvailable       = "rollout.everynode.dev/available-at"
 )
