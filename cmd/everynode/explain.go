@@ -28,8 +28,10 @@ condition.
 
 With NODE, that node only, in more detail. -o json prints the same for machines.
 
-The controller's pending writes and failed-pod back-offs are not visible from
-outside it; the report is as if it had none.`,
+A node whose pods keep failing shows its failed-pod back-off: how many pods failed
+there and until when the failed one is left alone, read from the count each
+replacement pod records (everynode.dev/failed-pods-before). The controller's pending
+writes are not visible from outside it; the report is as if it had none.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "" && output != "json" {

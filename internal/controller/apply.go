@@ -35,7 +35,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 	}
 	podErr := errors.Join(c.deletePods(ctx, ds, key, p.Deletes), c.createPods(ctx, ds, key, p))
 	for _, node := range p.FailedPodNodes {
-		c.backoff.next(key, ds.Generation, node)
+		c.backoff.next(key, ds.Generation, node, failedBefore(p.Deletes, node))
 		c.metrics.failedPods.Inc()
 	}
 	markErr := c.markRevisions(ctx, ds, p)
@@ -162,4 +162,16 @@ func preconditionUID(uid types.UID) metav1.DeleteOptions {
 // every further create would fail the same way, and nothing needs doing.
 func isNamespaceTerminating(err error) bool {
 	return apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause)
+}
+
+// failedBefore is the most failures recorded before any failed pod of node the Plan
+// deletes (daemon.AnnotationFailedBefore).
+func failedBefore(deletes []daemon.PodDelete, node string) int {
+	n := 0
+	for _, d := range deletes {
+		if d.Reason == daemon.ReasonFailedPod && d.Pod.Spec.NodeName == node {
+			n = max(n, daemon.FailedBefore(d.Pod))
+		}
+	}
+	return n
 }

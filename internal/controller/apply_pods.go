@@ -62,6 +62,7 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 
 func (c *Controller) createPod(ctx context.Context, ds *apps.DaemonSet, template *v1.PodTemplateSpec, create daemon.PodCreate) error {
 	pod := daemon.PodForNode(ds, template, create.Node)
+	daemon.SetFailedBefore(pod, create.FailedBefore)
 	created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: c.fieldManager})
 	if err != nil {
 		if !isNamespaceTerminating(err) {

@@ -5,17 +5,13 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/everynode/everynode/internal/daemon"
 )
 
-// Failed-pod backoff bounds: a node whose daemon pod keeps failing is retried after
-// 1s, 2s, 4s, ... up to 15 minutes.
-const (
-	backoffInitial = time.Second
-	backoffMax     = 15 * time.Minute
-)
-
-// failedBackoff remembers, per DaemonSet and node, how long to leave the next failed
-// pod alone. A change of the DaemonSet's generation (a spec change) starts over.
+// failedBackoff remembers, per DaemonSet and node, how many failed pods were
+// deleted there and how long to leave the next one alone: daemon.FailedPodDelay of
+// that count. A change of the DaemonSet's generation (a spec change) starts over.
 type failedBackoff struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
@@ -28,17 +24,18 @@ type dsBackoff struct {
 }
 
 type backoffEntry struct {
-	delay time.Duration
-	until time.Time
+	failures int
+	until    time.Time
 }
 
 func newFailedBackoff(c clock.PassiveClock) *failedBackoff {
 	return &failedBackoff{clock: c, byDS: map[string]*dsBackoff{}}
 }
 
-// next records that a failed pod on node was deleted now, and lengthens the wait
-// before the next one may be.
-func (b *failedBackoff) next(key string, generation int64, node string) {
+// next records that a failed pod on node was deleted now, before which before
+// others had failed there (as the pod recorded: a restarted controller takes the
+// count up again), and lengthens the wait before the next one may be.
+func (b *failedBackoff) next(key string, generation int64, node string, before int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.byDS[key]
@@ -47,13 +44,35 @@ func (b *failedBackoff) next(key string, generation int64, node string) {
 		b.byDS[key] = e
 	}
 	now := b.clock.Now()
-	prev, ok := e.nodes[node]
-	delay := backoffInitial
+	failures := before
 	// An entry left alone for twice the longest delay has expired: start over.
-	if ok && now.Sub(prev.until) <= 2*backoffMax {
-		delay = min(2*prev.delay, backoffMax)
+	if prev, ok := e.nodes[node]; ok && now.Sub(prev.until) <= 2*daemon.FailedPodBackoffMax {
+		failures = max(failures, prev.failures)
 	}
-	e.nodes[node] = backoffEntry{delay: delay, until: now.Add(delay)}
+	failures++
+	e.nodes[node] = backoffEntry{failures: failures, until: now.Add(daemon.FailedPodDelay(failures))}
+}
+
+// failures returns, per node of a DaemonSet, how many failed pods were deleted there
+// at this generation, for the entries that have not expired.
+func (b *failedBackoff) failures(key string, generation int64) map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.byDS[key]
+	if e == nil || e.generation != generation {
+		return nil
+	}
+	now := b.clock.Now()
+	var out map[string]int
+	for node, entry := range e.nodes {
+		if now.Sub(entry.until) <= 2*daemon.FailedPodBackoffMax {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[node] = entry.failures
+		}
+	}
+	return out
 }
 
 // view returns the nodes of a DaemonSet still in backoff, with their end times.
@@ -90,7 +109,7 @@ func (b *failedBackoff) gc() {
 	now := b.clock.Now()
 	for key, e := range b.byDS {
 		for node, entry := range e.nodes {
-			if now.Sub(entry.until) > 2*backoffMax {
+			if now.Sub(entry.until) > 2*daemon.FailedPodBackoffMax {
 				delete(e.nodes, node)
 			}
 		}

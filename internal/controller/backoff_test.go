@@ -5,18 +5,20 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/everynode/everynode/internal/daemon"
 )
 
 func TestFailedBackoff_DoublesFromOneSecondUpToFifteenMinutes(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := newFailedBackoff(clock)
 	want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
-	for d := 16 * time.Second; d < backoffMax; d *= 2 {
+	for d := 16 * time.Second; d < daemon.FailedPodBackoffMax; d *= 2 {
 		want = append(want, d)
 	}
-	want = append(want, backoffMax, backoffMax)
+	want = append(want, daemon.FailedPodBackoffMax, daemon.FailedPodBackoffMax)
 	for i, d := range want {
-		b.next("ns/a", 1, "node-0")
+		b.next("ns/a", 1, "node-0", 0)
 		until, ok := b.view("ns/a", 1)["node-0"]
 		if !ok || until.Sub(clock.Now()) != d {
 			t.Fatalf("failure %d: held until %v (%v from now), want %v", i+1, until, until.Sub(clock.Now()), d)
@@ -33,10 +35,10 @@ func TestFailedBackoff_ViewReturnsWhenEachNodeIsReleased(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	start := clock.Now()
 	b := newFailedBackoff(clock)
-	b.next("ns/a", 1, "node-0")
-	b.next("ns/a", 1, "node-0") // 2s from start
-	b.next("ns/a", 1, "node-1") // 1s from start
-	b.next("ns/b", 1, "node-1") // another DaemonSet: independent
+	b.next("ns/a", 1, "node-0", 0)
+	b.next("ns/a", 1, "node-0", 0) // 2s from start
+	b.next("ns/a", 1, "node-1", 0) // 1s from start
+	b.next("ns/b", 1, "node-1", 0) // another DaemonSet: independent
 	clock.Step(400 * time.Millisecond)
 	held := b.view("ns/a", 1)
 	if len(held) != 2 || !held["node-0"].Equal(start.Add(2*time.Second)) || !held["node-1"].Equal(start.Add(time.Second)) {
@@ -55,12 +57,12 @@ func TestFailedBackoff_GenerationChangeStartsOver(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := newFailedBackoff(clock)
 	for range 3 {
-		b.next("ns/a", 1, "node-0") // 1s, 2s, 4s
+		b.next("ns/a", 1, "node-0", 0) // 1s, 2s, 4s
 	}
 	if held := b.view("ns/a", 2); held != nil {
 		t.Errorf("a new generation sees the old backoff: %v", held)
 	}
-	b.next("ns/a", 2, "node-0")
+	b.next("ns/a", 2, "node-0", 0)
 	if until := b.view("ns/a", 2)["node-0"]; until.Sub(clock.Now()) != time.Second {
 		t.Errorf("after a spec change: held %v, want 1s", until.Sub(clock.Now()))
 	}
@@ -72,20 +74,20 @@ func TestFailedBackoff_GenerationChangeStartsOver(t *testing.T) {
 func TestFailedBackoff_ExpiresAfterTwiceTheLongestDelay(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := newFailedBackoff(clock)
-	b.next("ns/a", 1, "node-0")
-	b.next("ns/a", 1, "node-0") // 2s
-	clock.Step(2*time.Second + 2*backoffMax)
-	b.next("ns/a", 1, "node-0") // exactly 2*backoffMax after the end: still remembered
+	b.next("ns/a", 1, "node-0", 0)
+	b.next("ns/a", 1, "node-0", 0) // 2s
+	clock.Step(2*time.Second + 2*daemon.FailedPodBackoffMax)
+	b.next("ns/a", 1, "node-0", 0) // exactly 2*daemon.FailedPodBackoffMax after the end: still remembered
 	if d := b.view("ns/a", 1)["node-0"].Sub(clock.Now()); d != 4*time.Second {
 		t.Errorf("held %v, want 4s", d)
 	}
-	clock.Step(4*time.Second + 2*backoffMax + time.Nanosecond)
-	b.next("ns/a", 1, "node-0") // past it: forgotten, starts over
+	clock.Step(4*time.Second + 2*daemon.FailedPodBackoffMax + time.Nanosecond)
+	b.next("ns/a", 1, "node-0", 0) // past it: forgotten, starts over
 	if d := b.view("ns/a", 1)["node-0"].Sub(clock.Now()); d != time.Second {
 		t.Errorf("held %v, want 1s after the entry expired", d)
 	}
 
-	clock.Step(time.Second + 2*backoffMax)
+	clock.Step(time.Second + 2*daemon.FailedPodBackoffMax)
 	b.gc()
 	if len(b.byDS) != 1 {
 		t.Errorf("gc dropped an entry not yet expired: %v", b.byDS)
@@ -95,9 +97,27 @@ func TestFailedBackoff_ExpiresAfterTwiceTheLongestDelay(t *testing.T) {
 	if len(b.byDS) != 0 {
 		t.Errorf("gc kept expired entries: %v", b.byDS)
 	}
-	b.next("ns/a", 1, "node-0")
+	b.next("ns/a", 1, "node-0", 0)
 	b.forget("ns/a")
 	if held := b.view("ns/a", 1); held != nil {
 		t.Errorf("after forget: %v", held)
+	}
+}
+
+// A failed pod's record of the failures before it takes the count up where it was,
+// as after a restart of the controller; the counts are what new pods record.
+func TestFailedBackoff_TakesUpTheCountAFailedPodRecorded(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newFailedBackoff(clock)
+	b.next("ns/a", 1, "node-0", 3) // the fourth failure: 8s
+	if d := b.view("ns/a", 1)["node-0"].Sub(clock.Now()); d != 8*time.Second {
+		t.Errorf("held %v, want 8s", d)
+	}
+	b.next("ns/a", 1, "node-0", 1) // an older record does not lower the count
+	if got := b.failures("ns/a", 1); got["node-0"] != 5 {
+		t.Errorf("failures = %v, want node-0: 5", got)
+	}
+	if got := b.failures("ns/a", 2); got != nil {
+		t.Errorf("failures of another generation = %v", got)
 	}
 }

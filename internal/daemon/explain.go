@@ -47,6 +47,9 @@ type NodeReport struct {
 	// nothing), until Until when that ends by itself.
 	Waiting Reason
 	Until   time.Time
+	// Failures counts the DaemonSet's failed pods on the node, when one is there
+	// (the step of its failed-pod back-off).
+	Failures int
 	// Next are the changes the next sync makes here, for people.
 	Next []string
 }
@@ -108,7 +111,7 @@ func Explain(s *Snapshot) Report {
 		if companion && n.node != nil && n.verdict.Run && !v.hasLivePod(n) {
 			next[n.name] = append(next[n.name], "wait for the DaemonSet controller that places pods to create one")
 		}
-		nr := NodeReport{Node: n.name, Verdict: n.verdict, Waiting: n.wait, Until: n.waitUntil, Next: next[n.name]}
+		nr := NodeReport{Node: n.name, Verdict: n.verdict, Waiting: n.wait, Until: n.waitUntil, Failures: n.failures, Next: next[n.name]}
 		if n.verdict.node == "" {
 			nr.Verdict.node = n.name
 		}
@@ -148,6 +151,9 @@ func (n NodeReport) WaitMessage() string {
 	case ReasonInvalidAnnotation:
 		return "a rollout annotation to be fixed"
 	case ReasonFailedPodBackoff:
+		if n.Failures > 1 {
+			return fmt.Sprintf("the back-off after its pod failed (%d failed pods here so far), then the failed pod is replaced", n.Failures)
+		}
 		return "the back-off after its pod failed"
 	case ReasonSurgeHostPort:
 		return "a host port its old pod holds: the surge pod cannot be scheduled (" + AnnotationSurgeFallback + ": " + SurgeDeleteFirst + " replaces the old pod first)"

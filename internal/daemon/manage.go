@@ -73,7 +73,7 @@ func (v *view) manage(n *nodeState, surge bool, backoff map[string]time.Time, p 
 // update this node now. A node the rollout may update gets the current template: it
 // may be the very node whose old pod the rollout just deleted.
 func (v *view) missingPod(n *nodeState) PodCreate {
-	c := PodCreate{Node: n.name, Reason: ReasonMissingPod}
+	c := PodCreate{Node: n.name, Reason: ReasonMissingPod, FailedBefore: v.failures[n.name]}
 	if v.stable != nil && (v.stableGate.admits(n) != "" || !v.stableGate.take()) {
 		c.Template = v.stable
 	}
@@ -94,7 +94,12 @@ func (v *view) pruneFinished(n *nodeState, backoff map[string]time.Time, p *Plan
 		}
 		switch pod.Status.Phase {
 		case v1.PodFailed:
-			if until, held := backoff[n.name]; held && v.now.Before(until) {
+			failures, until := v.failedPodBackoff(pod)
+			n.failures = max(n.failures, failures, v.failures[n.name]+1)
+			if memo, held := backoff[n.name]; held && memo.After(until) {
+				until = memo
+			}
+			if v.now.Before(until) {
 				p.requeueWithin(until.Sub(v.now))
 				n.wait, n.waitUntil = ReasonFailedPodBackoff, until
 				continue

@@ -23,6 +23,10 @@ type Snapshot struct {
 	InFlight InFlight
 	// Backoff maps a node to the time until which a failed pod there is left alone.
 	Backoff map[string]time.Time
+	// Failures maps a node to how many of the DaemonSet's pods failed there, at this
+	// generation, as far as the controller knows: a pod created there records it
+	// (AnnotationFailedBefore).
+	Failures map[string]int
 	// Now is the time the decision is made at.
 	Now time.Time
 	// MaxCreates and MaxDeletes cap the pod creates and deletes of one Plan; zero
@@ -105,6 +109,9 @@ type PodCreate struct {
 	// Template, when set, is an older revision's template to use instead of the
 	// Plan's (a node that joins mid-rollout, under new-nodes: stable).
 	Template *v1.PodTemplateSpec
+	// FailedBefore is how many pods failed on the node before this one (see
+	// AnnotationFailedBefore).
+	FailedBefore int
 }
 
 // RevisionMark is one annotation to set on a revision, or to remove from it.

@@ -27,6 +27,9 @@ type nodeState struct {
 	// (see the rollout and backoff reasons); waitUntil, when that ends by itself.
 	wait      Reason
 	waitUntil time.Time
+	// failures counts the DaemonSet's failed pods on the node (failedpods.go),
+	// when one is there.
+	failures int
 }
 
 // view is a Snapshot arranged for the rules: claimed pods grouped by node, with the
@@ -47,6 +50,7 @@ type view struct {
 	// minHealthy is the rollout's healthy-time bake (see healthy.go); zero for none.
 	minHealthy time.Duration
 	inflight   InFlight
+	failures   map[string]int // Snapshot.Failures
 	nodes      []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
 	// settled: no write is in flight and the placement rules planned none, so a
 	// RollingUpdate was assessed.
@@ -90,7 +94,7 @@ func (v *view) available(pod *v1.Pod) bool {
 // newView groups the claimed pods by their target node. Pods pinned to no node are
 // left out: nothing can be decided about them.
 func newView(s *Snapshot, elig *Eligibility, hash string, claimed []*v1.Pod) *view {
-	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight, elig: elig, claimed: len(claimed)}
+	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight, failures: s.Failures, elig: elig, claimed: len(claimed)}
 	v.gen, v.hasGen = templateGeneration(s.DaemonSet.Annotations)
 	states := make([]nodeState, len(s.Nodes))
 	byName := make(map[string]*nodeState, len(s.Nodes))

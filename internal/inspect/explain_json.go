@@ -38,7 +38,9 @@ type JSONNode struct {
 	Waiting     string       `json:"waiting,omitempty"`
 	WaitMessage string       `json:"waitMessage,omitempty"`
 	Until       *metav1.Time `json:"until,omitempty"`
-	Next        []string     `json:"next,omitempty"`
+	// FailedPods counts the DaemonSet's failed pods on the node, when one is there.
+	FailedPods int      `json:"failedPods,omitempty"`
+	Next       []string `json:"next,omitempty"`
 }
 
 // JSONPod is one of the DaemonSet's pods on a node.
@@ -70,7 +72,7 @@ func (e *Explanation) WriteJSON(w io.Writer, node string) error {
 	for _, n := range nodes {
 		jn := JSONNode{Node: n.Node, Wave: n.Wave, Run: n.Verdict.Run, KeepRunning: n.Verdict.KeepRunning,
 			Reason: string(n.Verdict.Reason), Message: n.Verdict.Message(), Pods: []JSONPod{},
-			Waiting: string(n.Waiting), WaitMessage: n.WaitMessage(), Next: n.Next}
+			Waiting: string(n.Waiting), WaitMessage: n.WaitMessage(), FailedPods: n.Failures, Next: n.Next}
 		if !n.Until.IsZero() {
 			jn.Until = &metav1.Time{Time: n.Until}
 		}
