@@ -51,7 +51,7 @@ type view struct {
 	minHealthy time.Duration
 	inflight   InFlight
 	failures   map[string]int // Snapshot.Failures
-	nodes      []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
+	nodes      []*nodeState   // the snapshot's nodes in its order, then gone nodes with pods
 	// settled: no write is in flight and the placement rules planned none, so a
 	// RollingUpdate was assessed.
 	settled bool
