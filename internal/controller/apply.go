@@ -51,7 +51,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 	}
 	var rollbackErr error
 	if markErr == nil {
-		rollbackErr = c.rollBack(ctx, ds, p)
+		rollbackErr = c.rollBack(ctx, ds, key, p)
 	}
 	return errors.Join(podErr, markErr, pruneErr, statusErr, rollbackErr)
 }

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -47,18 +46,44 @@ func (c *Controller) markRevisions(ctx context.Context, ds *apps.DaemonSet, p *d
 
 // rollBack restores the template of the Plan's rollback revision. It comes after the
 // status write, which records why, since it changes the DaemonSet under that write.
-func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, p *daemon.Plan) error {
-	if r := p.Rollback; r != nil {
-		// The revision's Data is a strategic merge patch that replaces the template,
-		// exactly what `kubectl rollout undo` applies.
-		if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, r.Data.Raw, metav1.PatchOptions{FieldManager: c.fieldManager}); err != nil {
-			return fmt.Errorf("rolling back to revision %d (%s): %w", r.Revision, r.Name, err)
-		}
-		// The template changed under the status just written: syncs wait for the
-		// cache to show the rolled-back DaemonSet.
-		c.written.forget(cache.MetaObjectToName(ds).String())
-		klog.FromContext(ctx).Info("Rolled back", "revision", r.Revision, "controllerRevision", r.Name)
+//
+// The rollback was decided from the cache, which can be behind the API server. The
+// patch therefore names the resourceVersion of the newest DaemonSet this sync knows
+// (the one its own status writes returned, else the one it decided from): if the
+// DaemonSet changed since — a user's newer template — the API server refuses it with
+// a Conflict, and the next sync decides again from the newer DaemonSet. The
+// DaemonSet the patch returns is noted as the controller's own write, so that the
+// syncs that come before the cache shows it decide from the rolled-back template,
+// not from the failed one again.
+func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, key string, p *daemon.Plan) error {
+	r := p.Rollback
+	if r == nil {
+		return nil
 	}
+	base := ds.ResourceVersion
+	if w := c.written.last(key); w != nil && w.UID == ds.UID {
+		base = w.ResourceVersion
+	}
+	// The revision's Data is a strategic merge patch that replaces the template,
+	// exactly what `kubectl rollout undo` applies.
+	var patch map[string]any
+	if err := json.Unmarshal(r.Data.Raw, &patch); err != nil {
+		return fmt.Errorf("reading revision %s to roll back to: %w", r.Name, err)
+	}
+	patch["metadata"] = map[string]any{"resourceVersion": base}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	rolled, err := c.client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{FieldManager: c.fieldManager})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			klog.FromContext(ctx).V(2).Info("Rollback not written: the DaemonSet changed since it was decided; deciding again", "revision", r.Revision)
+		}
+		return fmt.Errorf("rolling back to revision %d (%s): %w", r.Revision, r.Name, err)
+	}
+	c.written.note(key, base, rolled)
+	klog.FromContext(ctx).Info("Rolled back", "revision", r.Revision, "controllerRevision", r.Name)
 	return nil
 }
 

@@ -35,7 +35,8 @@ import (
 //   - the status subresource of DaemonSets and pods writes only the status, and the
 //     main resource only the rest;
 //   - deletes honour DeleteOptions.Preconditions; a patch changing metadata.uid is
-//     Invalid (so a UID in a patch acts as a precondition);
+//     Invalid (so a UID in a patch acts as a precondition), one naming another
+//     metadata.resourceVersion a Conflict;
 //   - optionally, a seeded fraction of pod creates, pod deletes and DaemonSet status
 //     updates fail with a 500, a Conflict or a timeout, storing nothing.
 //
@@ -280,7 +281,13 @@ func (s *stampingTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Obj
 	if err != nil {
 		return err
 	}
-	if sm, _ := meta.Accessor(stored); sm.GetUID() != m.GetUID() {
+	sm, _ := meta.Accessor(stored)
+	if m.GetResourceVersion() != sm.GetResourceVersion() {
+		// The patch named a resourceVersion, which is then a precondition.
+		return apierrors.NewConflict(gvr.GroupResource(), m.GetName(),
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if sm.GetUID() != m.GetUID() {
 		return apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, m.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "uid"), m.GetUID(), "field is immutable"),
 		})

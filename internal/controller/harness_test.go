@@ -54,6 +54,8 @@ type harnessOptions struct {
 	// mode is the controller's Mode. In companion mode the harness also plays the
 	// cluster's own DaemonSet controller (builtinPlacement).
 	mode string
+	// daemonSetLag delays every DaemonSet watch event by that much (lagWatches).
+	daemonSetLag time.Duration
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -62,6 +64,9 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	client := fake.NewClientset()
 	api := installFakeAPI(client, opts.faults)
+	if opts.daemonSetLag > 0 {
+		lagWatches(client, "daemonsets", opts.daemonSetLag)
+	}
 	inv, err := watchInvariants(ctx, client, api)
 	if err != nil {
 		cancel()

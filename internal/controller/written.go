@@ -8,12 +8,13 @@ import (
 
 // ownWrites remembers, per DaemonSet key, the object the API server returned for the
 // controller's latest write of that DaemonSet (a status write or a rollback), with
-// the resourceVersion the cache showed when the write was made.
+// the resourceVersions the cache may show before it has caught up with that write.
 //
 // A DaemonSet's own status writes wake nothing, and pod events often wake it again
 // before the cache has seen the write. A sync then would compute its status from the
 // stale object and write it with a stale resourceVersion: a certain 409 Conflict, and
-// a retry. As long as the cache still shows the version a write was made from, the
+// a retry; or, after a rollback, decide the rollback again. As long as the cache still
+// shows the version a write was made from, or an earlier write of the same chain, the
 // object that write returned is the newer truth, and syncs use it instead.
 type ownWrites struct {
 	mu    sync.Mutex
@@ -21,8 +22,11 @@ type ownWrites struct {
 }
 
 type ownWrite struct {
-	base string // the cache's resourceVersion when the write was made
-	obj  *apps.DaemonSet
+	// behind are the resourceVersions the cache shows while it has not caught up
+	// with obj: the one the first write of the chain was made from, and those the
+	// chain's earlier writes returned (a lagging watch delivers them one by one).
+	behind map[string]bool
+	obj    *apps.DaemonSet
 }
 
 func newOwnWrites() *ownWrites {
@@ -30,8 +34,9 @@ func newOwnWrites() *ownWrites {
 }
 
 // freshest returns the newest DaemonSet the controller knows for key, given cached,
-// the one in the cache. Once the cache has moved past the version the last write was
-// made from, it holds that write or something newer, and the record is dropped.
+// the one in the cache. Once the cache shows a version outside the chain of writes
+// (the last write itself, or something newer), it holds that write or something
+// newer, and the record is dropped.
 func (w *ownWrites) freshest(key string, cached *apps.DaemonSet) *apps.DaemonSet {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -39,7 +44,7 @@ func (w *ownWrites) freshest(key string, cached *apps.DaemonSet) *apps.DaemonSet
 	if !ok {
 		return cached
 	}
-	if rec.base == cached.ResourceVersion && rec.obj.UID == cached.UID {
+	if rec.behind[cached.ResourceVersion] && rec.obj.UID == cached.UID {
 		return rec.obj
 	}
 	delete(w.byKey, key)
@@ -47,19 +52,31 @@ func (w *ownWrites) freshest(key string, cached *apps.DaemonSet) *apps.DaemonSet
 }
 
 // note records obj, returned by a write of the DaemonSet at resourceVersion from.
-// When from is the object of the previous record, the chain still rests on the
-// version the cache showed then.
+// When from is the object of the previous record, the write extends that chain.
 func (w *ownWrites) note(key, from string, obj *apps.DaemonSet) {
 	if obj == nil || obj.ResourceVersion == "" {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	base := from
+	behind := map[string]bool{from: true}
 	if rec, ok := w.byKey[key]; ok && rec.obj.ResourceVersion == from {
-		base = rec.base
+		for rv := range rec.behind {
+			behind[rv] = true
+		}
 	}
-	w.byKey[key] = ownWrite{base: base, obj: obj}
+	w.byKey[key] = ownWrite{behind: behind, obj: obj}
+}
+
+// last returns the object of the latest write recorded for key, or nil. Within a
+// sync, which began from freshest, it is the newest DaemonSet the controller knows.
+func (w *ownWrites) last(key string) *apps.DaemonSet {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rec, ok := w.byKey[key]; ok {
+		return rec.obj
+	}
+	return nil
 }
 
 func (w *ownWrites) forget(key string) {

@@ -90,6 +90,9 @@ func TestOwnWrites_UsedOnlyWhileTheCacheLags(t *testing.T) {
 	if got := w.freshest("k", ds("1", "a")); got.ResourceVersion != "3" {
 		t.Errorf("cache at 1 after writes from 1: got %s, want the latest write 3", got.ResourceVersion)
 	}
+	if got := w.freshest("k", ds("2", "a")); got.ResourceVersion != "3" {
+		t.Errorf("cache at the first write of the chain: got %s, want the latest write 3", got.ResourceVersion)
+	}
 	if got := w.freshest("k", ds("1", "b")); got.ResourceVersion != "1" || got.UID != "b" {
 		t.Errorf("a DaemonSet recreated under the same name: got %s/%s, want the cached one", got.ResourceVersion, got.UID)
 	}
