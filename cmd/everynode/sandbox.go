@@ -28,12 +28,20 @@ the cluster.`,
 			}
 			return sandbox.Run(cmd.Context(), cfg, sandbox.Hooks{
 				Serving: func(kubeconfig string) {
-					fmt.Fprintf(os.Stdout, "sandbox serving: API server on https://127.0.0.1:%d; waiting for %d simulated nodes to turn Ready\n",
-						cfg.Port, cfg.Sim.Nodes)
+					wait := "turn Ready"
+					if cfg.Sim.NodeReadyRequires != "" {
+						wait = "register"
+					}
+					fmt.Fprintf(os.Stdout, "sandbox serving: API server on https://127.0.0.1:%d; waiting for %d simulated nodes to %s\n",
+						cfg.Port, cfg.Sim.Nodes, wait)
 				},
 				Ready: func(kubeconfig string) {
-					fmt.Fprintf(os.Stdout, "sandbox ready: %d simulated nodes, %s controller; kubeconfig at %s (try: everynode kubectl get nodes)\n",
-						cfg.Sim.Nodes, cfg.Controller, kubeconfig)
+					gated := ""
+					if cfg.Sim.NodeReadyRequires != "" {
+						gated = fmt.Sprintf(" (NotReady until a pod matching %q runs on each)", cfg.Sim.NodeReadyRequires)
+					}
+					fmt.Fprintf(os.Stdout, "sandbox ready: %d simulated nodes%s, %s controller; kubeconfig at %s (try: everynode kubectl get nodes)\n",
+						cfg.Sim.Nodes, gated, cfg.Controller, kubeconfig)
 				},
 			})
 		},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 )
 
@@ -25,6 +26,10 @@ type Config struct {
 	Clock clock.WithTicker
 	// Workers is the number of workers for each of the pod, node and lease queues.
 	Workers int
+	// NodeReadyRequires, a label selector, keeps each simulated node NotReady until
+	// a pod matching it is Running there, as a CNI agent gates a real node's
+	// readiness; "" for none. A node's AnnotationReadyRequires replaces it.
+	NodeReadyRequires string
 }
 
 // Defaults of Config.
@@ -67,6 +72,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"how long a pod on a simulated node stays Pending before it is Running and Ready (per pod: annotation "+AnnotationReadyAfter+")")
 	fs.DurationVar(&c.PodStopDelay, "pod-stop-delay", c.PodStopDelay,
 		"longest time a deleted pod on a simulated node lingers before it is removed (never longer than its grace period)")
+	fs.StringVar(&c.NodeReadyRequires, "node-ready-requires", c.NodeReadyRequires,
+		"label selector: keep each simulated node NotReady (network not ready) until a pod matching it runs there, as a CNI agent does (per node: annotation "+AnnotationReadyRequires+")")
 }
 
 // Validate reports every problem with c, or nil.
@@ -83,6 +90,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseInterval != 0 && (c.LeaseInterval < minLeaseInterval || c.LeaseInterval > maxLeaseInterval) {
 		errs = append(errs, fmt.Errorf("lease interval must be 0 (the default) or between %v and %v, got %v", minLeaseInterval, maxLeaseInterval, c.LeaseInterval))
+	}
+	if _, err := labels.Parse(c.NodeReadyRequires); err != nil {
+		errs = append(errs, fmt.Errorf("node-ready-requires %q is not a label selector such as app=cni: %v", c.NodeReadyRequires, err))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("workers must not be negative, got %d", c.Workers))

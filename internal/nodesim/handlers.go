@@ -91,11 +91,29 @@ func (s *Simulator) enqueuePodsOn(node string) {
 // that what the simulator holds for it is released.
 func (s *Simulator) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.enqueuePod,
-		UpdateFunc: func(_, newObj any) { s.enqueuePod(newObj) },
+		AddFunc: func(obj any) {
+			s.enqueuePod(obj)
+			if pod, ok := obj.(*v1.Pod); ok {
+				s.podGatesNode(nil, pod)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			s.enqueuePod(newObj)
+			old, ok1 := oldObj.(*v1.Pod)
+			cur, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 {
+				s.podGatesNode(old, cur)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				s.podQueue.Add(key)
+			}
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				s.podGatesNode(pod, nil)
 			}
 		},
 	}

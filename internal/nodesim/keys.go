@@ -25,6 +25,12 @@ const (
 	// a short recovery of min(1s, interval/2).
 	AnnotationRestartEvery = "sim.everynode.dev/restart-every"
 
+	// AnnotationReadyRequires on a Node: a label selector; the node stays NotReady
+	// (network not ready, as a kubelet whose CNI plugin has not started) until a pod
+	// matching it is Running there. It replaces Config.NodeReadyRequires for that
+	// node; "" requires nothing.
+	AnnotationReadyRequires = "sim.everynode.dev/ready-requires"
+
 	// AnnotationFail on a Pod: "[container=]Reason[,...]" plays a container failure
 	// the kubelet reports by that reason: ErrImagePull (then ImagePullBackOff),
 	// ImagePullBackOff, CreateContainerConfigError, InvalidImageName (the container

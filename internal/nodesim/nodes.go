@@ -24,6 +24,8 @@ const (
 	reasonKubeletNotReady   = "KubeletNotReady"
 	messageKubeletReady     = "kubelet is posting ready status"
 	messageKubeletNotReady  = "simulated: node annotation " + AnnotationReady + " is false"
+	// messageNetworkNotReady is what a kubelet says while its CNI plugin is not up.
+	messageNetworkNotReady = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
 	labelHostname           = "kubernetes.io/hostname"
 	labelOS                 = "kubernetes.io/os"
 	labelArch               = "kubernetes.io/arch"
@@ -82,14 +84,15 @@ func newNode(name string, index int, now time.Time) *v1.Node {
 		},
 		Spec: v1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
 	}
-	node.Status = desiredNodeStatus(node, index, true, now)
+	node.Status = desiredNodeStatus(node, index, "", now)
 	return node
 }
 
 // desiredNodeStatus is the status a simulated node should have: what it has, with
-// missing parts filled with the defaults and the Ready condition following ready.
+// missing parts filled with the defaults and the Ready condition True, or False
+// with the message notReady when that is not empty.
 // Condition times change only when a condition's status does.
-func desiredNodeStatus(node *v1.Node, index int, ready bool, now time.Time) v1.NodeStatus {
+func desiredNodeStatus(node *v1.Node, index int, notReady string, now time.Time) v1.NodeStatus {
 	st := *node.Status.DeepCopy()
 	stamp := metav1.NewTime(now.Truncate(time.Second))
 	if len(st.Capacity) == 0 {
@@ -137,8 +140,8 @@ func desiredNodeStatus(node *v1.Node, index int, ready bool, now time.Time) v1.N
 	}
 	want := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: reasonKubeletReady, Message: messageKubeletReady,
 		LastHeartbeatTime: stamp, LastTransitionTime: stamp}
-	if !ready {
-		want.Status, want.Reason, want.Message = v1.ConditionFalse, reasonKubeletNotReady, messageKubeletNotReady
+	if notReady != "" {
+		want.Status, want.Reason, want.Message = v1.ConditionFalse, reasonKubeletNotReady, notReady
 	}
 	if i := findNodeCondition(st.Conditions, v1.NodeReady); i < 0 {
 		st.Conditions = append(st.Conditions, want)

@@ -130,7 +130,11 @@ func TestDesiredNodeStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.node.DeepCopy()
-			st := desiredNodeStatus(tt.node, 7, tt.ready, later)
+			notReady := ""
+			if !tt.ready {
+				notReady = messageKubeletNotReady
+			}
+			st := desiredNodeStatus(tt.node, 7, notReady, later)
 			tt.verify(t, before, st)
 		})
 	}

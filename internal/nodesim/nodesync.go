@@ -53,7 +53,14 @@ func (s *Simulator) syncNode(ctx context.Context, name string) (time.Duration, e
 	} else if raw := node.Annotations[AnnotationReady] + "\x00" + node.Annotations[AnnotationFail]; s.warnOnce(name, raw) {
 		logger.Info("Ignoring invalid simulation annotation", "node", klog.KObj(node), "err", knobErr)
 	}
-	status := desiredNodeStatus(node, index, ready, s.clock.Now())
+	notReady := ""
+	switch {
+	case !ready:
+		notReady = messageKubeletNotReady
+	case !s.networkReady(logger, node):
+		notReady = messageNetworkNotReady
+	}
+	status := desiredNodeStatus(node, index, notReady, s.clock.Now())
 	if apiequality.Semantic.DeepEqual(&status, &node.Status) {
 		return 0, nil
 	}
@@ -65,7 +72,7 @@ func (s *Simulator) syncNode(ctx context.Context, name string) (time.Duration, e
 		}
 		return 0, fmt.Errorf("updating status of node %s: %w", name, err)
 	}
-	logger.V(2).Info("Updated node status", "node", klog.KObj(node), "ready", ready)
+	logger.V(2).Info("Updated node status", "node", klog.KObj(node), "ready", notReady == "")
 	return 0, nil
 }
 
@@ -84,7 +91,12 @@ func (s *Simulator) register(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.CoreV1().Nodes().Create(ctx, newNode(name, index, s.clock.Now()), metav1.CreateOptions{})
+	node := newNode(name, index, s.clock.Now())
+	if s.cfg.NodeReadyRequires != "" {
+		// No pod runs on a node that registers: it starts out waiting for its network.
+		node.Status = desiredNodeStatus(node, index, messageNetworkNotReady, s.clock.Now())
+	}
+	_, err = s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Either our own earlier create, not yet in the cache, or a node someone

@@ -127,7 +127,9 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 		hooks.Serving(kubeconfig)
 	}
 	g.Go(func() error {
-		if err := waitNodesUsable(gctx, client, cfg.Sim.Nodes); err != nil {
+		// Nodes gated on a pod (--node-ready-requires) turn Ready only once that pod
+		// runs: the sandbox is ready when they are registered.
+		if err := waitNodes(gctx, client, cfg.Sim.Nodes, cfg.Sim.NodeReadyRequires == ""); err != nil {
 			return err
 		}
 		logger.V(1).Info("Simulated nodes Ready", "nodes", cfg.Sim.Nodes, "elapsed", time.Since(start).Round(time.Millisecond))
@@ -197,9 +199,10 @@ func waitServing(ctx context.Context, client kubernetes.Interface, apiserver *co
 // minute for 5,000 of them on a 2-core machine.
 const nodesReadyTimeout = 10 * time.Minute
 
-// waitNodesUsable waits until at least n simulated nodes are Ready and free of the
-// not-ready taint, which the node lifecycle controller lifts.
-func waitNodesUsable(ctx context.Context, client kubernetes.Interface, n int) error {
+// waitNodes waits until at least n simulated nodes are registered and, when usable
+// is set, Ready and free of the not-ready taint, which the node lifecycle
+// controller lifts.
+func waitNodes(ctx context.Context, client kubernetes.Interface, n int, usable bool) error {
 	if n == 0 {
 		return nil
 	}
@@ -209,13 +212,13 @@ func waitNodesUsable(ctx context.Context, client kubernetes.Interface, n int) er
 		if err != nil {
 			return false, nil
 		}
-		usable := 0
+		count := 0
 		for i := range list.Items {
-			if nodesim.Usable(&list.Items[i]) {
-				usable++
+			if !usable || nodesim.Usable(&list.Items[i]) {
+				count++
 			}
 		}
-		return usable >= n, nil
+		return count >= n, nil
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("the %d simulated nodes did not all turn Ready within %s; see the logs of kube-controller-manager and the sandbox", n, nodesReadyTimeout)
