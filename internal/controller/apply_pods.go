@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -18,7 +19,8 @@ import (
 // createPods creates the Plan's pods in slow-start batches of 1, 2, 4, ...: when a
 // batch has a failure the rest are not attempted, so a quota or admission problem
 // costs a few requests, not hundreds. Each create is recorded as in flight before it
-// is sent and forgotten if it fails.
+// is sent and forgotten if it fails, or kept for a while if it may have happened
+// (writeFailed).
 func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key string, p *daemon.Plan) error {
 	logger := klog.FromContext(ctx)
 	var (
@@ -40,7 +42,7 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 				if err == nil {
 					return
 				}
-				c.inflight.createDone(key, create.Node)
+				c.writeFailed(ctx, key, err, func() { c.inflight.createUnknown(key, create.Node) }, func() { c.inflight.createDone(key, create.Node) })
 				if isNamespaceTerminating(err) {
 					return
 				}
@@ -96,7 +98,7 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 			case apierrors.IsNotFound(err):
 				c.inflight.deleteDone(key, d.Pod.UID)
 			default:
-				c.inflight.deleteDone(key, d.Pod.UID)
+				c.writeFailed(ctx, key, err, func() { c.inflight.deleteUnknown(key, d.Pod.UID) }, func() { c.inflight.deleteDone(key, d.Pod.UID) })
 				c.recorder.Eventf(ds, v1.EventTypeWarning, daemon.EventFailedDelete, "Error deleting: %v", err)
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("deleting pod %s: %w", d.Pod.Name, err))
@@ -106,4 +108,18 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// writeFailed settles the in-flight record of a pod write that failed with err: one
+// that may have been carried out all the same (outcomeUnknown) stays outstanding for
+// a while (unknown), and the DaemonSet is looked at again when that lapses; any other
+// is forgotten (done).
+func (c *Controller) writeFailed(ctx context.Context, key string, err error, unknown, done func()) {
+	if !outcomeUnknown(err) {
+		done()
+		return
+	}
+	unknown()
+	klog.FromContext(ctx).V(2).Info("Pod write failed with an unknown outcome; waiting for the cache to show whether it happened", "err", err)
+	c.queue.AddAfter(key, unknownOutcomeTTL+time.Second)
 }

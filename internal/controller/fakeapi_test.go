@@ -38,7 +38,9 @@ import (
 //     Invalid (so a UID in a patch acts as a precondition), one naming another
 //     metadata.resourceVersion a Conflict;
 //   - optionally, a seeded fraction of pod creates, pod deletes and DaemonSet status
-//     updates fail with a 500, a Conflict or a timeout, storing nothing.
+//     updates fail with a 500, a Conflict or a ServerTimeout, storing nothing, or
+//     with a Timeout, as the API server answers when it gives up waiting for a
+//     write: then the write happens all the same.
 //
 // Deletes are immediate: there is no graceful termination.
 
@@ -56,6 +58,7 @@ type faults struct {
 
 type fakeAPI struct {
 	tracker clienttesting.ObjectTracker
+	store   clienttesting.ReactionFunc // the store's reaction, behind semantics
 	rv      atomic.Int64
 
 	mu        sync.Mutex
@@ -78,7 +81,8 @@ func installFakeAPI(cs *fake.Clientset, f faults) *fakeAPI {
 	a.rv.Store(1000)
 	// Prepended reactors run last-prepended first: faults, then semantics, then the
 	// store (which also stamps resource versions).
-	cs.PrependReactor("*", "*", clienttesting.ObjectReaction(&stampingTracker{ObjectTracker: cs.Tracker(), api: a}))
+	a.store = clienttesting.ObjectReaction(&stampingTracker{ObjectTracker: cs.Tracker(), api: a})
+	cs.PrependReactor("*", "*", a.store)
 	cs.PrependReactor("*", "*", a.semantics)
 	cs.PrependReactor("*", "*", a.inject)
 	return a
@@ -97,15 +101,13 @@ func (a *fakeAPI) inject(action clienttesting.Action) (bool, runtime.Object, err
 	default:
 		return false, nil, nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if rate == 0 || a.rng.Float64() >= rate {
+	fault, ok := a.draw(kind, rate)
+	if !ok {
 		return false, nil, nil
 	}
-	a.injected[kind]++
 	gr := action.GetResource().GroupResource()
 	cause := errors.New("injected fault")
-	switch a.rng.Intn(4) {
+	switch fault {
 	case 0:
 		return true, nil, apierrors.NewInternalError(cause)
 	case 1:
@@ -116,10 +118,29 @@ func (a *fakeAPI) inject(action clienttesting.Action) (bool, runtime.Object, err
 		}
 		return true, nil, apierrors.NewConflict(gr, "", cause)
 	case 2:
+		// The API server gave up waiting for the write, which went on all the same.
+		handled, _, err := a.semantics(action)
+		if !handled {
+			_, _, err = a.store(action)
+		}
+		if err != nil {
+			return true, nil, err
+		}
 		return true, nil, apierrors.NewTimeoutError("injected fault", 1)
 	default:
 		return true, nil, apierrors.NewServerTimeout(gr, action.GetVerb(), 1)
 	}
+}
+
+// draw decides whether a request of kind meets a fault, and which (0 to 3).
+func (a *fakeAPI) draw(kind string, rate float64) (int, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if rate == 0 || a.rng.Float64() >= rate {
+		return 0, false
+	}
+	a.injected[kind]++
+	return a.rng.Intn(4), true
 }
 
 func (a *fakeAPI) injectedFaults() map[string]int {

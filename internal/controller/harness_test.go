@@ -54,8 +54,9 @@ type harnessOptions struct {
 	// mode is the controller's Mode. In companion mode the harness also plays the
 	// cluster's own DaemonSet controller (builtinPlacement).
 	mode string
-	// daemonSetLag delays every DaemonSet watch event by that much (lagWatches).
-	daemonSetLag time.Duration
+	// daemonSetLag and podLag delay every DaemonSet, or pod, watch event by that
+	// much (lagWatches).
+	daemonSetLag, podLag time.Duration
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -66,6 +67,9 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	api := installFakeAPI(client, opts.faults)
 	if opts.daemonSetLag > 0 {
 		lagWatches(client, "daemonsets", opts.daemonSetLag)
+	}
+	if opts.podLag > 0 {
+		lagWatches(client, "pods", opts.podLag)
 	}
 	inv, err := watchInvariants(ctx, client, api)
 	if err != nil {

@@ -15,6 +15,12 @@ import (
 // forever.
 const inflightTTL = 5 * time.Minute
 
+// unknownOutcomeTTL bounds how long a write that failed with an unknown outcome (its
+// answer lost: it may have been carried out) is waited for before it counts as not
+// done: long beside a watch that is behind or relisting, short beside inflightTTL,
+// since most such writes never reached the API server.
+const unknownOutcomeTTL = 30 * time.Second
+
 // inflight tracks, per DaemonSet key, the creates (by node) and deletes (by pod UID)
 // this controller made that its informers have not shown yet. Observing is
 // idempotent: a graceful delete, seen first as a deletionTimestamp and later as the
@@ -26,8 +32,8 @@ type inflight struct {
 }
 
 type dsInflight struct {
-	creates map[string]time.Time    // node -> when the create was issued
-	deletes map[types.UID]time.Time // pod UID -> when the delete was issued
+	creates map[string]time.Time    // node -> when the create stops being waited for
+	deletes map[types.UID]time.Time // pod UID -> when the delete stops being waited for
 }
 
 func newInflight(c clock.PassiveClock) *inflight {
@@ -46,7 +52,7 @@ func (f *inflight) entry(key string) *dsInflight {
 func (f *inflight) expectCreate(key, node string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.entry(key).creates[node] = f.clock.Now()
+	f.entry(key).creates[node] = f.clock.Now().Add(inflightTTL)
 }
 
 // createDone forgets a create: it was observed, or it failed.
@@ -61,7 +67,38 @@ func (f *inflight) createDone(key, node string) {
 func (f *inflight) expectDelete(key string, uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.entry(key).deletes[uid] = f.clock.Now()
+	f.entry(key).deletes[uid] = f.clock.Now().Add(inflightTTL)
+}
+
+// createUnknown keeps a create whose outcome is unknown outstanding, for at most
+// unknownOutcomeTTL from now: the pod may exist without the cache showing it yet.
+// A create observed meanwhile stays done.
+func (f *inflight) createUnknown(key, node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.byDS[key]; e != nil {
+		if until, ok := e.creates[node]; ok {
+			e.creates[node] = minTime(until, f.clock.Now().Add(unknownOutcomeTTL))
+		}
+	}
+}
+
+// deleteUnknown is createUnknown for a delete.
+func (f *inflight) deleteUnknown(key string, uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.byDS[key]; e != nil {
+		if until, ok := e.deletes[uid]; ok {
+			e.deletes[uid] = minTime(until, f.clock.Now().Add(unknownOutcomeTTL))
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // deleteDone forgets a delete: it was observed, or it failed.
@@ -90,8 +127,8 @@ func (f *inflight) view(key string) daemon.InFlight {
 	}
 	now := f.clock.Now()
 	var out daemon.InFlight
-	for node, at := range e.creates {
-		if now.Sub(at) > inflightTTL {
+	for node, until := range e.creates {
+		if now.After(until) {
 			delete(e.creates, node)
 			continue
 		}
@@ -100,8 +137,8 @@ func (f *inflight) view(key string) daemon.InFlight {
 		}
 		out.Creates[node] = true
 	}
-	for uid, at := range e.deletes {
-		if now.Sub(at) > inflightTTL {
+	for uid, until := range e.deletes {
+		if now.After(until) {
 			delete(e.deletes, uid)
 			continue
 		}

@@ -93,3 +93,27 @@ func TestInflight_ViewIsACopyAndForgetDropsAll(t *testing.T) {
 		t.Errorf("after forget: view = %+v, want empty", v)
 	}
 }
+
+func TestInflight_UnknownOutcomeIsWaitedForBriefly(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newInflight(clock)
+	f.expectCreate("ns/a", "node-0")
+	f.expectCreate("ns/a", "node-1")
+	f.expectDelete("ns/a", "pod-1")
+	f.createUnknown("ns/a", "node-0")
+	f.deleteUnknown("ns/a", "pod-1")
+	// A create observed before its error came back stays done.
+	f.createDone("ns/a", "node-1")
+	f.createUnknown("ns/a", "node-1")
+	if v := f.view("ns/a"); !v.Creates["node-0"] || v.Creates["node-1"] || !v.Deletes["pod-1"] {
+		t.Fatalf("view = %+v, want the create on node-0 and the delete of pod-1 outstanding", v)
+	}
+	clock.Step(unknownOutcomeTTL)
+	if v := f.view("ns/a"); !v.Creates["node-0"] || !v.Deletes["pod-1"] {
+		t.Fatalf("at exactly the unknown-outcome TTL: view = %+v, want both still outstanding", v)
+	}
+	clock.Step(time.Nanosecond)
+	if v := f.view("ns/a"); !v.Empty() {
+		t.Errorf("past the unknown-outcome TTL, well before inflightTTL: view = %+v, want empty", v)
+	}
+}
