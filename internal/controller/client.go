@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"net/http"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -18,7 +20,7 @@ const (
 const userAgent = "everynode"
 
 // RESTConfig returns a copy of base with the client rate limit, the wire format,
-// compression and the user agent of c.
+// compression, the request timeout and the user agent of c.
 func (c *Config) RESTConfig(base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = c.QPS, c.Burst
@@ -31,6 +33,9 @@ func (c *Config) RESTConfig(base *rest.Config) *rest.Config {
 		cfg.AcceptContentTypes = ContentTypeProtobuf + "," + ContentTypeJSON
 	}
 	cfg.DisableCompression = !c.Compression
+	if c.RequestTimeout > 0 {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &requestTimeout{next: rt, timeout: c.RequestTimeout} })
+	}
 	cfg.UserAgent = userAgent
 	return cfg
 }

@@ -10,15 +10,17 @@ import (
 // Config is the configuration of `everynode controller`: the typed form of its flags.
 type Config struct {
 	// Mode: see Options.Mode.
-	Mode          string
-	Kubeconfig    string
-	Namespace     string
-	Workers       int
-	QPS           float32
-	Burst         int
-	ContentType   string
-	Compression   bool
-	BurstReplicas int
+	Mode        string
+	Kubeconfig  string
+	Namespace   string
+	Workers     int
+	QPS         float32
+	Burst       int
+	ContentType string
+	Compression bool
+	// RequestTimeout bounds each request but watches; 0: no bound.
+	RequestTimeout time.Duration
+	BurstReplicas  int
 	// MinStatusInterval: see Options.MinStatusInterval.
 	MinStatusInterval time.Duration
 	// SyncBatchPeriod: see Options.SyncBatchPeriod.
@@ -46,6 +48,7 @@ func DefaultConfig() Config {
 		QPS:               20,
 		Burst:             30,
 		ContentType:       ContentTypeProtobuf,
+		RequestTimeout:    DefaultRequestTimeout,
 		BurstReplicas:     DefaultBurstReplicas,
 		MinStatusInterval: time.Second,
 		SyncBatchPeriod:   DefaultSyncBatchPeriod,
@@ -65,6 +68,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Requests the client may send in a burst above --kube-api-qps.")
 	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Wire format of requests and watches: "+ContentTypeProtobuf+" (compact and fast to decode) or "+ContentTypeJSON+".")
 	fs.BoolVar(&c.Compression, "kube-api-compression", c.Compression, "Ask the API server to gzip its responses and watch streams: less traffic, more CPU on both ends (off by default: a controller usually sits next to its API server).")
+	fs.DurationVar(&c.RequestTimeout, "kube-api-timeout", c.RequestTimeout, "Give up on a request to the API server (other than a watch) that has had no answer for this long, and retry it; a pod write given up so is waited for a while in case it happened. The default is kube-apiserver's own request timeout; 0: wait as long as it takes.")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
 	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
 	fs.DurationVar(&c.SyncBatchPeriod, "sync-batch-period", c.SyncBatchPeriod, "Shortest time between two syncs of a DaemonSet that pod and node events ask for: an event after a quiet spell syncs at once, the events of a busy moment share one sync when the period ends (less CPU in rollouts and node churn); 0 syncs on every event. DaemonSet changes sync at once.")
@@ -93,6 +97,8 @@ func (c *Config) Validate(explicit bool) error {
 		return fmt.Errorf("--kube-api-burst must be at least 1 when --kube-api-qps is set, got %d", c.Burst)
 	case c.ContentType != ContentTypeProtobuf && c.ContentType != ContentTypeJSON:
 		return fmt.Errorf("--kube-api-content-type must be %s or %s, got %q", ContentTypeProtobuf, ContentTypeJSON, c.ContentType)
+	case c.RequestTimeout < 0:
+		return fmt.Errorf("--kube-api-timeout must not be negative, got %s", c.RequestTimeout)
 	case c.BurstReplicas < 1:
 		return fmt.Errorf("--burst-replicas must be at least 1, got %d", c.BurstReplicas)
 	case c.MinStatusInterval < 0:

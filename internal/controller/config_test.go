@@ -25,6 +25,8 @@ func TestConfigFlagsAndValidation(t *testing.T) {
 		{name: "unlimited qps needs no burst", args: []string{"--kube-api-qps=0", "--kube-api-burst=0"}},
 		{name: "json wire format", args: []string{"--kube-api-content-type=application/json"}},
 		{name: "unknown wire format", args: []string{"--kube-api-content-type=yaml"}, wantErr: `--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "yaml"`},
+		{name: "no request timeout", args: []string{"--kube-api-timeout=0"}},
+		{name: "negative request timeout", args: []string{"--kube-api-timeout=-1s"}, wantErr: "--kube-api-timeout must not be negative"},
 		{name: "negative resync", args: []string{"--resync=-1s"}, wantErr: "--resync must not be negative"},
 		{name: "negative sync batch period", args: []string{"--sync-batch-period=-1ms"}, wantErr: "--sync-batch-period must not be negative"},
 		{name: "lease shorter than renew deadline", args: []string{"--leader-elect", "--leader-elect-lease-duration=5s"}, explicit: true,
