@@ -20,9 +20,15 @@ import (
 // through it by verb and resource. Each controller under test talks to the API
 // server only through a Proxy of its own, so its requests are attributed exactly,
 // and the same way whichever controller it is. Responses are streamed and flushed as
-// they come, so watches work through it.
+// they come, so watches work through it. With SetFaults it also injects faults
+// into the requests it serves, counted apart (FaultCounts); a faulted request is
+// counted as any other.
 type Proxy struct {
 	handler *httputil.ReverseProxy
+
+	faults      atomic.Pointer[injector]
+	faultCounts faultCounters
+	watches     openWatches
 
 	mu       sync.RWMutex
 	counters map[Key]*counter
@@ -65,11 +71,21 @@ func NewTLSTransport(caPEM []byte) (*http.Transport, error) {
 	}, nil
 }
 
-// ServeHTTP counts the request, then forwards it.
+// ServeHTTP counts the request, then forwards it, or answers it with a fault.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := p.counter(Classify(r))
+	key := Classify(r)
+	c := p.counter(key)
 	c.requests.Add(1)
-	p.handler.ServeHTTP(&countingWriter{ResponseWriter: w, c: c}, r)
+	cw := &countingWriter{ResponseWriter: w, c: c}
+	in := p.faults.Load()
+	switch {
+	case key.Verb == "watch":
+		p.serveWatch(cw, r, in)
+	case in != nil:
+		in.serve(cw, r, key, p.handler)
+	default:
+		p.handler.ServeHTTP(cw, r)
+	}
 }
 
 func (p *Proxy) counter(k Key) *counter {
