@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/everynode/everynode/internal/daemon"
 )
 
 // Modes of the controller.
@@ -172,12 +174,17 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	if err := podInformer.Informer().AddIndexers(podIndexers()); err != nil {
 		return nil, fmt.Errorf("adding pod indexes: %w", err)
 	}
-	// The caches keep no managed fields (trimForCache); the pod and DaemonSet ones
-	// are read first, to notice another controller writing to our DaemonSets.
+	// The caches keep no managed fields (trimForCache), and of a pod only what the
+	// decisions read (daemon.SlimPod): the pod cache holds every pod of the cluster.
+	// Pods and DaemonSets are read first, to notice another controller writing to
+	// our DaemonSets.
 	for _, inf := range []cache.SharedIndexInformer{podInformer.Informer(), dsInformer.Informer()} {
 		if err := inf.SetTransform(func(obj any) (any, error) {
 			if opts.Mode == ModeFull {
 				c.foreign.observe(obj)
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				return daemon.SlimPod(pod), nil
 			}
 			return trimForCache(obj)
 		}); err != nil {

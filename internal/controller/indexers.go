@@ -6,8 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/everynode/everynode/internal/daemon"
 )
 
 // Pod cache indexes.
@@ -15,8 +13,6 @@ const (
 	// byController keys a pod by its controller's UID, or an orphan by
 	// orphanKey(namespace): a DaemonSet's candidate pods are two index reads.
 	byController = "everynode/by-controller"
-	// byNode keys a pod by the node it is bound or pinned to.
-	byNode = "everynode/by-node"
 )
 
 func orphanKey(namespace string) string { return "orphan/" + namespace }
@@ -32,16 +28,6 @@ func podIndexers() cache.Indexers {
 				return []string{string(ref.UID)}, nil
 			}
 			return []string{orphanKey(pod.Namespace)}, nil
-		},
-		byNode: func(obj interface{}) ([]string, error) {
-			pod, ok := obj.(*v1.Pod)
-			if !ok {
-				return nil, fmt.Errorf("expected a pod, got %T", obj)
-			}
-			if node, ok := daemon.TargetNode(pod); ok {
-				return []string{node}, nil
-			}
-			return nil, nil
 		},
 	}
 }
