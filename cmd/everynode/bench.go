@@ -40,6 +40,10 @@ Scenarios (--scenarios, in this order):
              --steady-flip-percent of the pods unready, then ready again (through the
              node simulator's sim.everynode.dev/ready pod annotation), counting
              DaemonSet status writes
+  big-cluster --big-nodes nodes running --big-pods pods of no DaemonSet (created
+             bound by a plain client before the controller starts), then
+             --big-daemonsets DaemonSets: the controller's peak memory with every pod
+             of the cluster in its cache
 
 A DaemonSet has converged when its status shows observedGeneration == generation and
 desired == current == updated == ready == available == the nodes it should run on,
@@ -78,6 +82,9 @@ sizes; the first build of everynode takes much longer.`,
 	fs.IntVar(&o.SteadyNodes, "steady-nodes", o.SteadyNodes, "Nodes of the steady scenario.")
 	fs.IntVar(&o.SteadyDaemonSets, "steady-daemonsets", o.SteadyDaemonSets, "DaemonSets (on every node) of the steady scenario.")
 	fs.IntVar(&o.SteadyPercent, "steady-flip-percent", o.SteadyPercent, "Percent of the steady scenario's pods made unready, then ready.")
+	fs.IntVar(&o.BigNodes, "big-nodes", o.BigNodes, "Nodes of the big-cluster scenario.")
+	fs.IntVar(&o.BigPods, "big-pods", o.BigPods, "Pods of no DaemonSet the big-cluster scenario runs before the controller starts.")
+	fs.IntVar(&o.BigDaemonSets, "big-daemonsets", o.BigDaemonSets, "DaemonSets (on every node) of the big-cluster scenario.")
 	fs.IntVar(&o.FloorPods, "floor-pods", o.FloorPods, "Pods created to measure the API server's pod-create rate on each sandbox.")
 	fs.IntVar(&o.FloorParallel, "floor-parallelism", o.FloorParallel, "Creates in flight at once when measuring the pod-create rate.")
 	fs.DurationVar(&o.PodReadyDelay, "pod-ready-delay", o.PodReadyDelay, "How long a simulated pod stays Pending before it is Ready (the sandbox's --pod-ready-delay).")

@@ -38,6 +38,9 @@ type Options struct {
 	SteadyNodes      int
 	SteadyDaemonSets int
 	SteadyPercent    int
+	BigNodes         int
+	BigPods          int
+	BigDaemonSets    int
 
 	FloorPods     int
 	FloorParallel int
@@ -71,6 +74,9 @@ func DefaultOptions() Options {
 		SteadyNodes:      250,
 		SteadyDaemonSets: 20,
 		SteadyPercent:    10,
+		BigNodes:         1000,
+		BigPods:          10000,
+		BigDaemonSets:    10,
 		FloorPods:        1000,
 		FloorParallel:    16,
 		PodReadyDelay:    time.Second,
@@ -105,9 +111,11 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--kube-api-burst must not be negative")
 	case o.QPS > 0 && o.Burst < 1:
 		return fmt.Errorf("--kube-api-burst must be at least 1 with a --kube-api-qps")
-	case o.Nodes < 1 || o.ChurnNodes < 1 || o.SteadyNodes < 1:
+	case o.Nodes < 1 || o.ChurnNodes < 1 || o.SteadyNodes < 1 || o.BigNodes < 1:
 		return fmt.Errorf("node counts must be at least 1")
-	case o.ChurnDaemonSets < 1 || o.SteadyDaemonSets < 1:
+	case o.BigPods < 0:
+		return fmt.Errorf("--big-pods must not be negative")
+	case o.ChurnDaemonSets < 1 || o.SteadyDaemonSets < 1 || o.BigDaemonSets < 1:
 		return fmt.Errorf("DaemonSet counts must be at least 1")
 	case o.ChurnRate < 1 || o.ChurnDuration < time.Second || o.ChurnAddNodes < 0:
 		return fmt.Errorf("--churn-rate must be at least 1, --churn-duration at least 1s, --churn-add-nodes not negative")

@@ -31,7 +31,7 @@ type scenario struct {
 
 // ScenarioNames are the scenarios, in the order they run.
 func ScenarioNames() []string {
-	return []string{"create", "create-5", "rolling", "surge", "churn", "steady"}
+	return []string{"create", "create-5", "rolling", "surge", "churn", "steady", "big-cluster"}
 }
 
 func scenarioByName(name string, o Options) scenario {
@@ -52,6 +52,8 @@ func scenarioByName(name string, o Options) scenario {
 		return nodeChurn(name, o)
 	case "steady":
 		return steadyState(name, o)
+	case "big-cluster":
+		return bigCluster(name, o)
 	}
 	panic("unknown scenario " + name)
 }
