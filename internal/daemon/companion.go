@@ -84,6 +84,7 @@ func decideUpdate(s *Snapshot) (Plan, *view) {
 	}
 	finishPodChanges(s, &p)
 	p.requeueWithin(wait)
+	p.Waiting = v.waitCounts()
 	return p, v
 }
 

@@ -120,7 +120,23 @@ func decide(s *Snapshot) (Plan, *view) {
 		p.Status = v.withProgressing(p.Status, cond, &p)
 	}
 	p.requeueWithin(wait)
+	p.Waiting = v.waitCounts()
 	return p, v
+}
+
+// waitCounts counts the nodes that wait, by reason; nil when none does.
+func (v *view) waitCounts() map[Reason]int {
+	var out map[Reason]int
+	for _, n := range v.nodes {
+		if n.wait == "" {
+			continue
+		}
+		if out == nil {
+			out = map[Reason]int{}
+		}
+		out[n.wait]++
+	}
+	return out
 }
 
 // withProgressing adds the Progressing condition to the status to store, recording an

@@ -45,6 +45,9 @@ type Memo struct {
 	pending []int  // the entries looked at on every decision
 	total   counts // the sum of the entries' shares
 	epoch   uint32 // marks the entries seen by the current comparison
+	// unavailable counts the entries whose pod, of the current revision, is not
+	// available: on a settled RollingUpdate those nodes wait for it.
+	unavailable int
 }
 
 type memoNode struct {
@@ -59,6 +62,8 @@ type memoNode struct {
 	// pending: the rules wrote, or a write is in flight, for the node; it is looked
 	// at again whether or not its objects change.
 	pending bool
+	// unavailable: the pod is of the current revision and not available.
+	unavailable bool
 }
 
 // DecideWith is Decide for a caller that keeps a Memo per DaemonSet: it passes the
@@ -111,6 +116,9 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 			m.pending = append(m.pending, i)
 		}
 		m.total.add(e.share)
+		if e.unavailable {
+			m.unavailable++
+		}
 	}
 	if len(m.byPod) != v.claimed {
 		return nil // claimed pods the rules skip: the full decision sorts them out
@@ -171,6 +179,7 @@ func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
 	if v.countNode(n, &e.share) > 0 {
 		return e, false
 	}
+	e.unavailable = e.pod != nil && v.updated(e.pod) && !v.deleting(e.pod) && !v.available(e.pod)
 	return e, true
 }
 
@@ -216,7 +225,8 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 		}
 		m.total.sub(e.share)
 		m.total.add(next.share)
-		e.share, e.pending = next.share, next.pending
+		m.unavailable += b2i(next.unavailable) - b2i(e.unavailable)
+		e.share, e.pending, e.unavailable = next.share, next.pending, next.unavailable
 		if e.pending {
 			m.pending = append(m.pending, i)
 		}
@@ -226,7 +236,20 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	}
 	finishPodChanges(s, &p)
 	p.Status = nextStatus(ds, m.total, s.InFlight.Empty(), ds.Status.CollisionCount)
+	// As the full decision's update stage would say: on a settled RollingUpdate, with
+	// every pod current, the nodes whose pod is not available wait for it.
+	settled := len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty()
+	if settled && m.unavailable > 0 && ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType {
+		p.Waiting = map[Reason]int{ReasonNewPodUnavailable: m.unavailable}
+	}
 	return p, true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // compare brings the entries up to the snapshot's nodes and pods and returns those to

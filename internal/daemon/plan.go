@@ -100,6 +100,9 @@ type Plan struct {
 	// RequeueAfter, when positive, asks for another look after that long even if
 	// nothing changes.
 	RequeueAfter time.Duration
+	// Waiting counts the nodes that wait for something, by what they wait for (the
+	// NodeReport's Waiting); nil when none does.
+	Waiting map[Reason]int
 }
 
 // PodCreate asks for a daemon pod on Node.
