@@ -42,7 +42,8 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 				if err == nil {
 					return
 				}
-				c.writeFailed(ctx, key, err, func() { c.inflight.createUnknown(key, create.Node) }, func() { c.inflight.createDone(key, create.Node) })
+				c.writeFailed(ctx, key, err, func(ctx context.Context) (bool, error) { return c.createHappened(ctx, ds, create.Node) },
+					func() { c.inflight.createUnknown(key, create.Node) }, func() { c.inflight.createDone(key, create.Node) })
 				if isNamespaceTerminating(err) {
 					return
 				}
@@ -98,7 +99,8 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 			case apierrors.IsNotFound(err):
 				c.inflight.deleteDone(key, d.Pod.UID)
 			default:
-				c.writeFailed(ctx, key, err, func() { c.inflight.deleteUnknown(key, d.Pod.UID) }, func() { c.inflight.deleteDone(key, d.Pod.UID) })
+				c.writeFailed(ctx, key, err, func(ctx context.Context) (bool, error) { return c.deleteHappened(ctx, d.Pod) },
+					func() { c.inflight.deleteUnknown(key, d.Pod.UID) }, func() { c.inflight.deleteDone(key, d.Pod.UID) })
 				c.recorder.Eventf(ds, v1.EventTypeWarning, daemon.EventFailedDelete, "Error deleting: %v", err)
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("deleting pod %s: %w", d.Pod.Name, err))
@@ -110,16 +112,27 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 	return errors.Join(errs...)
 }
 
-// writeFailed settles the in-flight record of a pod write that failed with err: one
-// that may have been carried out all the same (outcomeUnknown) stays outstanding for
-// a while (unknown), and the DaemonSet is looked at again when that lapses; any other
-// is forgotten (done).
-func (c *Controller) writeFailed(ctx context.Context, key string, err error, unknown, done func()) {
+// writeFailed settles the in-flight record of a pod write that failed with err. One
+// whose outcome is unknown (outcomeUnknown) is checked with the API server
+// (happened): if it was carried out it stays in flight until the cache shows it; if
+// the check fails too, it stays in flight for a while (unknown), and the DaemonSet is
+// looked at again when that lapses. Any other is forgotten (done), to be decided
+// again.
+func (c *Controller) writeFailed(ctx context.Context, key string, err error, happened func(context.Context) (bool, error), unknown, done func()) {
 	if !outcomeUnknown(err) {
 		done()
 		return
 	}
-	unknown()
-	klog.FromContext(ctx).V(2).Info("Pod write failed with an unknown outcome; waiting for the cache to show whether it happened", "err", err)
-	c.queue.AddAfter(key, unknownOutcomeTTL+time.Second)
+	logger := klog.FromContext(ctx)
+	did, checkErr := happened(ctx)
+	switch {
+	case checkErr != nil:
+		logger.V(2).Info("Pod write failed with an unknown outcome, which could not be checked; waiting for the cache to show it", "err", err, "checkErr", checkErr)
+		unknown()
+		c.queue.AddAfter(key, unknownOutcomeTTL+time.Second)
+	case did:
+		logger.V(2).Info("Pod write failed with an unknown outcome but was carried out; waiting for the cache to show it", "err", err)
+	default:
+		done()
+	}
 }

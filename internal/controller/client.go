@@ -34,7 +34,9 @@ func (c *Config) RESTConfig(base *rest.Config) *rest.Config {
 	}
 	cfg.DisableCompression = !c.Compression
 	if c.RequestTimeout > 0 {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &requestTimeout{next: rt, timeout: c.RequestTimeout} })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return &requestTimeout{next: rt, timeout: c.RequestTimeout}
+		})
 	}
 	cfg.UserAgent = userAgent
 	return cfg
