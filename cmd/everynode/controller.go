@@ -107,6 +107,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, cfg.InformerOptions()...)
+	metrics := controller.NewMetrics(reg).WithFence(fence)
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
 		Mode:              cfg.Mode,
 		ProbeTimeout:      cfg.ProbeTimeout,
@@ -114,7 +115,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 		BurstReplicas:     cfg.BurstReplicas,
 		MinStatusInterval: cfg.MinStatusInterval,
 		SyncBatchPeriod:   cfg.SyncBatchPeriod,
-		Metrics:           controller.NewMetrics(reg).WithFence(fence),
+		Metrics:           metrics,
 	})
 	if err != nil {
 		return err
@@ -144,6 +145,8 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	}
 	run := func(ctx context.Context) error {
 		standingBy.Store(false)
+		metrics.SetLeading(true)
+		defer metrics.SetLeading(false)
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
 		return ctrl.Run(ctx, cfg.Workers)

@@ -46,6 +46,8 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 		}
 	}
 	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeCondition(ctx, ds, key, p.Progressing))
+	c.metrics.observeWaiting(ds, p.Waiting)
+	c.metrics.observeProgressing(ds, progressingAfter(ds, p))
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
 	}
@@ -174,4 +176,22 @@ func failedBefore(deletes []daemon.PodDelete, node string) int {
 		}
 	}
 	return n
+}
+
+// progressingAfter is the DaemonSet's Progressing condition once the Plan is
+// applied: the one it writes, else the one it has.
+func progressingAfter(ds *apps.DaemonSet, p *daemon.Plan) *apps.DaemonSetCondition {
+	if p.Progressing != nil {
+		return p.Progressing
+	}
+	status := &ds.Status
+	if p.Status != nil {
+		status = p.Status
+	}
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == daemon.ConditionProgressing {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
 }

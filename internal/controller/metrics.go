@@ -3,6 +3,8 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	apps "k8s.io/api/apps/v1"
+
+	"github.com/everynode/everynode/internal/daemon"
 )
 
 // Metrics are the controller's Prometheus metrics. They live in the registry given to
@@ -17,6 +19,9 @@ type Metrics struct {
 	desired      *prometheus.GaugeVec
 	updated      *prometheus.GaugeVec
 	available    *prometheus.GaugeVec
+	progressing  *prometheus.GaugeVec
+	waiting      *prometheus.GaugeVec
+	leading      prometheus.Gauge
 	queueDepth   func() int
 }
 
@@ -69,9 +74,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "everynode_daemonset_available_pods",
 			Help: "Nodes with an available pod (status.numberAvailable).",
 		}, dsLabels),
+		progressing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "everynode_daemonset_rollout_state",
+			Help: "1 for the DaemonSet's Progressing condition, by its status and reason (RollingOut, NewRevisionAvailable, Paused, a failure ...); only for DaemonSets with rollout annotations.",
+		}, append(dsLabels, "status", "reason")),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "everynode_daemonset_nodes_waiting",
+			Help: "Nodes where something the DaemonSet should do waits, by what it waits for (as everynode explain says: BudgetFull, NewPodNotAvailable, Paused, FailedPodBackoff ...).",
+		}, append(dsLabels, "reason")),
+		leading: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "everynode_leading",
+			Help: "1 while this replica leads (holds the Lease, or runs without leader election) and syncs DaemonSets; 0 while it stands by.",
+		}),
 	}
 	m.reg = reg
 	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.failedPods, m.decisions, m.desired, m.updated, m.available,
+		m.progressing, m.waiting, m.leading,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "everynode_workqueue_depth",
 			Help: "DaemonSets waiting to be synced.",
@@ -99,8 +117,36 @@ func (m *Metrics) observeStatus(ds *apps.DaemonSet, s *apps.DaemonSetStatus) {
 	m.available.WithLabelValues(ds.Namespace, ds.Name).Set(float64(s.NumberAvailable))
 }
 
+// observeProgressing records the DaemonSet's Progressing condition (nil for none).
+func (m *Metrics) observeProgressing(ds *apps.DaemonSet, c *apps.DaemonSetCondition) {
+	m.progressing.DeletePartialMatch(prometheus.Labels{"namespace": ds.Namespace, "daemonset": ds.Name})
+	if c != nil {
+		m.progressing.WithLabelValues(ds.Namespace, ds.Name, string(c.Status), c.Reason).Set(1)
+	}
+}
+
+// observeWaiting records how many of the DaemonSet's nodes wait, by reason.
+func (m *Metrics) observeWaiting(ds *apps.DaemonSet, waiting map[daemon.Reason]int) {
+	m.waiting.DeletePartialMatch(prometheus.Labels{"namespace": ds.Namespace, "daemonset": ds.Name})
+	for reason, n := range waiting {
+		m.waiting.WithLabelValues(ds.Namespace, ds.Name, string(reason)).Set(float64(n))
+	}
+}
+
+// SetLeading records whether this replica leads.
+func (m *Metrics) SetLeading(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leading.Set(v)
+}
+
 func (m *Metrics) forget(namespace, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.updated, m.available} {
 		g.DeleteLabelValues(namespace, name)
+	}
+	for _, g := range []*prometheus.GaugeVec{m.progressing, m.waiting} {
+		g.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "daemonset": name})
 	}
 }
