@@ -25,16 +25,23 @@ func failingRollout(h *harness) ([]string, string) {
 	ds = h.createDaemonSet(ds)
 	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
 	first := h.currentHash(ds)
-	h.waitFor("the first revision marked available", func() bool {
+	h.waitMarkedAvailable(ds, first)
+	h.changeTemplate("agent", neverReady)
+	return nodes, first
+}
+
+// waitMarkedAvailable waits until ds's revision of the given hash is marked
+// available.
+func (h *harness) waitMarkedAvailable(ds *apps.DaemonSet, hash string) {
+	h.t.Helper()
+	h.waitFor("revision "+hash+" marked available", func() bool {
 		for _, r := range h.revisionsOf(ds) {
-			if r.Labels[daemon.HashLabel] == first && r.Annotations[daemon.MarkAvailable] != "" {
+			if r.Labels[daemon.HashLabel] == hash && r.Annotations[daemon.MarkAvailable] != "" {
 				return true
 			}
 		}
 		return false
 	})
-	h.changeTemplate("agent", neverReady)
-	return nodes, first
 }
 
 // countTemplatePatches counts the patches of DaemonSets themselves (not their

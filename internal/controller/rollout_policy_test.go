@@ -41,14 +41,7 @@ func TestController_FailedRolloutRollsBack(t *testing.T) {
 	ds = h.createDaemonSet(ds)
 	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
 	firstHash := h.currentHash(ds)
-	h.waitFor("the first revision marked available", func() bool {
-		for _, r := range h.revisionsOf(ds) {
-			if r.Labels[daemon.HashLabel] == firstHash && r.Annotations[daemon.MarkAvailable] != "" {
-				return true
-			}
-		}
-		return false
-	})
+	h.waitMarkedAvailable(ds, firstHash)
 
 	h.inv.setLimits(ds.UID, podLimits{perNode: 1, unavailable: 1, nodes: nodes})
 	h.changeTemplate("agent", neverReady)
