@@ -10,7 +10,7 @@ LIGHT_PKGS := $(UNIT_PKGS) ./test/... ./bench/...
 # as much again (go vet analyses every dependency).
 SANDBOX_PKGS := ./cmd/...
 
-.PHONY: build sandbox test vet unit race e2e vet-sandbox bench-smoke image tools fuzz
+.PHONY: build sandbox test vet unit race e2e faults vet-sandbox bench-smoke image tools fuzz
 build:
 	$(GO) build -o bin/everynode ./cmd/everynode
 
@@ -36,6 +36,14 @@ race:
 # The end-to-end suite: builds everynode, starts a sandbox, runs user scenarios.
 e2e:
 	$(GO) test -count=1 -timeout 40m ./test/e2e/...
+
+# The API fault scenarios of the end-to-end suite (TestFaults: cold create, rolling
+# and surge updates, waves and a rollback, each without and with faults injected
+# between the controller and the API server) at NODES simulated nodes; CI runs them
+# at 20 with the rest of the suite. Prints the writes the faults cost.
+NODES ?= 100
+faults:
+	EVERYNODE_FAULT_NODES=$(NODES) $(GO) test -count=1 -timeout 60m -v -run '^TestFaults$$' ./test/e2e/
 
 # The modules of tools/ (each its own, so that Helm's and go-containerregistry's
 # dependencies stay out of everynode's): vetted, and the image builder's test run.

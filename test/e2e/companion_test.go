@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/everynode/everynode/internal/bench"
@@ -105,7 +106,13 @@ func (c *companionCluster) deploy(t *testing.T, annotations map[string]string, c
 // and the status counters (kube-controller-manager's) say so.
 func (c *companionCluster) waitAllOn(t *testing.T, ns string, rev int64) {
 	t.Helper()
-	pollUntil(t, fmt.Sprintf("every node on revision %d", rev), func(ctx context.Context) (bool, error) {
+	c.waitAllOnWithin(t, ns, rev, 2*time.Minute)
+}
+
+// waitAllOnWithin is waitAllOn, waiting up to timeout.
+func (c *companionCluster) waitAllOnWithin(t *testing.T, ns string, rev int64, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		hash := c.revisionHashNow(ctx, ns, rev)
 		if hash == "" {
 			return false, nil
@@ -124,6 +131,9 @@ func (c *companionCluster) waitAllOn(t *testing.T, ns string, rev int64) {
 		n := int32(len(c.nodes))
 		return err == nil && ds.Status.ObservedGeneration == ds.Generation && ds.Status.UpdatedNumberScheduled == n && ds.Status.NumberAvailable == n, nil
 	})
+	if err != nil {
+		t.Fatalf("waiting for every node on revision %d: %v", rev, err)
+	}
 }
 
 // revisionHash waits for the revision numbered rev and returns its hash.

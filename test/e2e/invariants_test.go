@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -120,8 +121,11 @@ type invariantWatcher struct {
 	client       kubernetes.Interface
 	ns, selector string
 	invariants   []invariant
-	cancel       context.CancelFunc
-	done         chan struct{}
+	// relist: an expired watch is followed on from a fresh list (relisted counts
+	// them) instead of failing the watcher.
+	relist bool
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu         sync.Mutex
 	pods       map[types.UID]*v1.Pod
@@ -129,6 +133,7 @@ type invariantWatcher struct {
 	peaks      []int
 	violations []string
 	watchErr   error
+	relisted   int
 }
 
 // maxViolations bounds what a watcher records, so a broken rollout reports its
@@ -146,9 +151,14 @@ func watchInvariants(t *testing.T, ns, selector string, invariants ...invariant)
 // watchInvariantsOf is watchInvariants in the cluster of client.
 func watchInvariantsOf(t *testing.T, client kubernetes.Interface, ns, selector string, invariants ...invariant) *invariantWatcher {
 	t.Helper()
+	return startInvariantWatcher(t, client, ns, selector, false, invariants)
+}
+
+func startInvariantWatcher(t *testing.T, client kubernetes.Interface, ns, selector string, relist bool, invariants []invariant) *invariantWatcher {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &invariantWatcher{client: client, ns: ns, selector: selector, invariants: invariants, cancel: cancel, done: make(chan struct{}),
-		pods: map[types.UID]*v1.Pod{}, peaks: make([]int, len(invariants))}
+		pods: map[types.UID]*v1.Pod{}, peaks: make([]int, len(invariants)), relist: relist}
 	pods := client.CoreV1().Pods(ns)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -165,29 +175,75 @@ func watchInvariantsOf(t *testing.T, client kubernetes.Interface, ns, selector s
 		o.LabelSelector = selector
 		return pods.Watch(ctx, o)
 	}}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
-	if err != nil {
-		cancel()
-		t.Fatalf("watching pods: %v", err)
-	}
 	go func() {
 		defer close(w.done)
-		defer rw.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-rw.ResultChan():
-				if !ok {
-					w.fail(fmt.Errorf("the pod watch ended early"))
-					return
-				}
-				w.apply(ev)
-			}
+		for rv := list.ResourceVersion; rv != ""; {
+			rv = w.follow(ctx, lw, rv)
 		}
 	}()
 	t.Cleanup(func() { w.cancel(); <-w.done })
 	return w
+}
+
+// watchInvariantsRelisting is watchInvariantsOf for a watch that must outlive the
+// API server: when its resourceVersion has expired (a restarted API server's watch
+// cache starts afresh), it lists the pods again and follows on from there. The
+// states between the last event and the list are not seen; the list is checked.
+func watchInvariantsRelisting(t *testing.T, client kubernetes.Interface, ns, selector string, invariants ...invariant) *invariantWatcher {
+	t.Helper()
+	return startInvariantWatcher(t, client, ns, selector, true, invariants)
+}
+
+// follow applies the events of a watch from resourceVersion rv until ctx ends or the
+// watch fails, and returns the resourceVersion to follow on from after a relist, or
+// "" to stop.
+func (w *invariantWatcher) follow(ctx context.Context, lw cache.WatcherWithContext, rv string) string {
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
+	if err != nil {
+		w.fail(fmt.Errorf("watching pods: %w", err))
+		return ""
+	}
+	defer rw.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ""
+		case ev, ok := <-rw.ResultChan():
+			if !ok {
+				w.fail(fmt.Errorf("the pod watch ended early"))
+				return ""
+			}
+			if ev.Type == watch.Error && w.relist {
+				if err := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					return w.relistPods(ctx)
+				}
+			}
+			w.apply(ev)
+		}
+	}
+}
+
+// relistPods replaces what the watcher knows with a fresh list, retried until the
+// API server answers, checks it, and returns its resourceVersion ("" if ctx ended).
+func (w *invariantWatcher) relistPods(ctx context.Context) string {
+	var list *v1.PodList
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var err error
+		list, err = w.client.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: w.selector})
+		return err == nil, nil
+	})
+	if err != nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pods = map[types.UID]*v1.Pod{}
+	for i := range list.Items {
+		w.pods[list.Items[i].UID] = &list.Items[i]
+	}
+	w.relisted++
+	w.checkLocked(fmt.Sprintf("in a relist (rv %s)", list.ResourceVersion))
+	return list.ResourceVersion
 }
 
 func (w *invariantWatcher) fail(err error) {
@@ -288,6 +344,6 @@ func (w *invariantWatcher) stop(t *testing.T) []int {
 	for _, v := range w.violations {
 		t.Error(v)
 	}
-	t.Logf("invariant watcher checked %d pod events; peaks %v", w.events, w.peaks)
+	t.Logf("invariant watcher checked %d pod events and %d relists; peaks %v", w.events, w.relisted, w.peaks)
 	return w.peaks
 }
