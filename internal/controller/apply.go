@@ -135,10 +135,15 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, key st
 	written, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: c.fieldManager})
 	if err != nil {
 		if apierrors.IsConflict(err) {
-			// A newer DaemonSet is on its way to the cache. Its update event may
-			// change only the status (an earlier write of ours), which wakes
-			// nothing, so look again shortly.
-			klog.FromContext(ctx).V(4).Info("Status write conflicted; looking again once the cache has the newer DaemonSet")
+			// A newer DaemonSet exists than the one this sync built on: another
+			// writer's, or an earlier write of ours whose answer was lost. Its
+			// update event may change only the status, which wakes nothing, and
+			// when the watch is behind it may be long on its way: read it now, and
+			// let the next sync, shortly, build on it as on a write of ours.
+			klog.FromContext(ctx).V(4).Info("Status write conflicted; reading the newer DaemonSet")
+			if fresh, getErr := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{}); getErr == nil {
+				c.written.note(key, ds.ResourceVersion, fresh)
+			}
 			c.queue.AddAfter(key, statusConflictDelay)
 			return nil
 		}
@@ -151,7 +156,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, key st
 }
 
 // statusConflictDelay is how long after a status write conflict the DaemonSet is
-// looked at again: about the time the cache takes to catch up.
+// looked at again.
 const statusConflictDelay = 50 * time.Millisecond
 
 // preconditionUID makes a delete apply only to the object with that UID, never to a

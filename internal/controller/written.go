@@ -7,7 +7,8 @@ import (
 )
 
 // ownWrites remembers, per DaemonSet key, the object the API server returned for the
-// controller's latest write of that DaemonSet (a status write or a rollback), with
+// controller's latest write of that DaemonSet (a status write or a rollback, or the
+// read that follows a status write's conflict), with
 // the resourceVersions the cache may show before it has caught up with that write.
 //
 // A DaemonSet's own status writes wake nothing, and pod events often wake it again
