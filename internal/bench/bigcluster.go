@@ -49,13 +49,9 @@ func bigCluster(name string, o Options) scenario {
 		},
 		run: func(r *runCtx) error {
 			p := r.begin()
-			wants := map[string]dsWant{}
-			for i := range o.BigDaemonSets {
-				ds, err := r.createDaemonSet(daemonSet(fmt.Sprintf("ds-%d", i)))
-				if err != nil {
-					return err
-				}
-				wants[ds.Name] = dsWant{MinGeneration: ds.Generation, Desired: int32(n), Available: int32(n)}
+			wants, err := r.createDaemonSets(o.BigDaemonSets, n)
+			if err != nil {
+				return err
 			}
 			at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
 			if err != nil {

@@ -75,6 +75,20 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// createDaemonSets creates count DaemonSets (ds-0 …) meant for every one of nodes
+// and returns what each must converge to.
+func (r *runCtx) createDaemonSets(count, nodes int) (map[string]dsWant, error) {
+	wants := map[string]dsWant{}
+	for i := range count {
+		ds, err := r.createDaemonSet(daemonSet(fmt.Sprintf("ds-%d", i)))
+		if err != nil {
+			return nil, err
+		}
+		wants[ds.Name] = dsWant{MinGeneration: ds.Generation, Desired: int32(nodes), Available: int32(nodes)}
+	}
+	return wants, nil
+}
+
 func (r *runCtx) createDaemonSet(ds *apps.DaemonSet) (*apps.DaemonSet, error) {
 	out, err := r.sb.Client.AppsV1().DaemonSets(Namespace).Create(r.ctx, ds, metav1.CreateOptions{})
 	if err != nil {
@@ -92,13 +106,9 @@ func coldCreate(name string, nodes, count int) scenario {
 	}
 	return scenario{name: name, title: title, nodes: nodes, run: func(r *runCtx) error {
 		p := r.begin()
-		wants := map[string]dsWant{}
-		for i := range count {
-			ds, err := r.createDaemonSet(daemonSet(fmt.Sprintf("ds-%d", i)))
-			if err != nil {
-				return err
-			}
-			wants[ds.Name] = dsWant{MinGeneration: ds.Generation, Desired: int32(nodes), Available: int32(nodes)}
+		wants, err := r.createDaemonSets(count, nodes)
+		if err != nil {
+			return err
 		}
 		at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
 		if err != nil {
@@ -491,13 +501,9 @@ func steadyState(name string, o Options) scenario {
 	title := fmt.Sprintf("steady state: %d nodes × %d DaemonSets; %d%% of pods unready, then ready", n, o.SteadyDaemonSets, o.SteadyPercent)
 	return scenario{name: name, title: title, nodes: n, run: func(r *runCtx) error {
 		t0 := time.Now()
-		wants := map[string]dsWant{}
-		for i := range o.SteadyDaemonSets {
-			ds, err := r.createDaemonSet(daemonSet(fmt.Sprintf("ds-%d", i)))
-			if err != nil {
-				return err
-			}
-			wants[ds.Name] = dsWant{MinGeneration: ds.Generation, Desired: int32(n), Available: int32(n)}
+		wants, err := r.createDaemonSets(o.SteadyDaemonSets, n)
+		if err != nil {
+			return err
 		}
 		at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
 		if err != nil {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -75,18 +74,7 @@ func TestFailingContainerFailsTheRollout(t *testing.T) {
 			if ev := waitEvent(t, ns, "agent", "PodContainerFailing"); ev.Type != v1.EventTypeWarning || !strings.Contains(ev.Message, failing.Name) {
 				t.Errorf("event = %s %q, want a Warning naming pod %s", ev.Type, ev.Message, failing.Name)
 			}
-			consistently(t, "the failed rollout holds the other nodes", 3*time.Second, func(ctx context.Context) (bool, error) {
-				byNode, err := daemonPods(ctx, ns, "agent")
-				if err != nil {
-					return false, err
-				}
-				for node, uid := range held {
-					if pods := byNode[node]; len(pods) != 1 || pods[0].UID != uid || pods[0].DeletionTimestamp != nil {
-						return false, nil
-					}
-				}
-				return true, nil
-			})
+			consistently(t, "the failed rollout holds the other nodes", 3*time.Second, keepsPods(ns, "agent", held))
 			w.stop(t)
 		})
 	}

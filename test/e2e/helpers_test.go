@@ -277,12 +277,22 @@ func onePodPerNode(t *testing.T, byNode map[string][]v1.Pod) map[string]types.UI
 
 // samePods reports whether the DaemonSet's pods are exactly the given ones, one per node.
 func samePods(ns, name string, want map[string]types.UID) func(context.Context) (bool, error) {
+	return podsKept(ns, name, want, true)
+}
+
+// keepsPods reports whether each node of held still has exactly its pod, not
+// being deleted; other nodes may change.
+func keepsPods(ns, name string, held map[string]types.UID) func(context.Context) (bool, error) {
+	return podsKept(ns, name, held, false)
+}
+
+func podsKept(ns, name string, want map[string]types.UID, only bool) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		byNode, err := daemonPods(ctx, ns, name)
 		if err != nil {
 			return false, err
 		}
-		if len(byNode) != len(want) {
+		if only && len(byNode) != len(want) {
 			return false, nil
 		}
 		for node, uid := range want {

@@ -165,18 +165,7 @@ func TestRolloutPolicyRestartLimitPausesTheRollout(t *testing.T) {
 	if stuck == "" || len(held) != 2 {
 		t.Fatalf("want one pod of revision 2 and two of revision 1, got %v", podNames(mustDaemonPods(t, ns, "agent")))
 	}
-	consistently(t, "the failed rollout holds the other nodes", 4*time.Second, func(ctx context.Context) (bool, error) {
-		byNode, err := daemonPods(ctx, ns, "agent")
-		if err != nil {
-			return false, err
-		}
-		for node, uid := range held {
-			if pods := byNode[node]; len(pods) != 1 || pods[0].UID != uid || pods[0].DeletionTimestamp != nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	consistently(t, "the failed rollout holds the other nodes", 4*time.Second, keepsPods(ns, "agent", held))
 
 	kubectl(t, "rollout", "undo", "daemonset/agent", "-n", ns)
 	waitRolledOut(t, ns, "agent", 3)
