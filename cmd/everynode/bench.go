@@ -16,26 +16,34 @@ func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Compare everynode with kube-controller-manager's DaemonSet controller on sandboxes",
-		Long: `Run DaemonSet scenarios twice each, on a fresh sandbox every time (everynode sandbox
+		Long: `Run DaemonSet scenarios once per controller, on a fresh sandbox every time (everynode sandbox
 --controller=none, a child process): once with kube-controller-manager's DaemonSet
-controller, once with everynode's. Each controller runs in a process of its own, with
+controller, once with everynode's (and the churn scenario once more with the floor
+controller, see below). Each controller runs in a process of its own, with
 the same client rate limit, and talks to the API server only through a counting
 reverse proxy on loopback, so its requests are attributed exactly. Prints one
-markdown table: per scenario and measure, upstream, everynode and everynode/upstream.
+markdown table: per scenario and measure, upstream, everynode and everynode/upstream
+(and, in the churn scenario, the floor controller and everynode/floor).
 
-Scenarios (--scenarios, in this order):
+Scenarios (--scenarios, in this order; all but burst by default):
   create     one DaemonSet onto --nodes nodes: time until it converged
   create-5   five DaemonSets at once onto --nodes nodes
   rolling    a DaemonSet on --nodes nodes with maxUnavailable=10%: change its image,
              time the update until it converged
   surge      the same with maxSurge=10% (maxUnavailable=0)
-  churn      --churn-nodes nodes in 10 pools, --churn-daemonsets DaemonSets selecting
-             a pool each plus one with a 6-expression NotIn node affinity; then
-             --churn-rate node changes a second for --churn-duration (every 10th moves
-             a node to the next pool, every other toggles a taint all tolerate, the
-             rest bump a label the NotIn affinity reads); then --churn-add-nodes new
-             nodes at once: p50/p99 from a node created (and from it Ready) to all its
-             pods created, and controller CPU per node change
+  in-place   the rolling update with rollout.everynode.dev/in-place: everynode patches
+             each pod, upstream (which ignores the annotation) replaces it
+  churn      --churn-nodes nodes in --churn-pools pools, --churn-daemonsets DaemonSets
+             selecting a pool each; then --churn-rate node changes a second for
+             --churn-duration: with --churn-changes=moves (the default) each moves a
+             node to the next pool (its pods of the old pool's DaemonSets go, the new
+             pool's come); with =mixed one in ten does, the others toggle a taint all
+             tolerate or bump a label that one more DaemonSet's 6-expression NotIn
+             affinity reads; then --churn-add-nodes new nodes at once. Measures
+             p50/p99 from a pool move to its pods created and deleted (a move never
+             answered before the node's next one counts as ∞), controller CPU per
+             node change, and p50/p99 from a node created (and from it Ready) to all
+             its pods created. Also run by the floor controller (see below)
   steady     --steady-nodes nodes × --steady-daemonsets DaemonSets; make
              --steady-flip-percent of the pods unready, then ready again (through the
              node simulator's sim.everynode.dev/ready pod annotation), counting
@@ -44,6 +52,21 @@ Scenarios (--scenarios, in this order):
              bound by a plain client before the controller starts), then
              --big-daemonsets DaemonSets: the controller's peak memory with every pod
              of the cluster in its cache
+  burst      --burst-nodes nodes × 20 DaemonSets (a CNI agent of priority class
+             system-node-critical that every node's readiness waits for, nine more
+             tolerating every taint, ten plain), settled: their pods created bound by
+             a plain client before the controller starts, as it would have made
+             them; then --burst-add nodes at once, NotReady until their CNI pod runs:
+             p50/p99 from a new node created to its CNI pod created, to the node
+             Ready (and the not-ready taint lifted), to all its 20 pods Running.
+             Not run by default; run it with --scenarios burst
+
+The floor controller (--controllers floor, in the default set) is the churn
+scenario's third column: a minimal controller, in a process of its own like the
+others, that does only the unavoidable work: the same informers, the core's
+eligibility decided per node, pod creates and deletes, no status, no revisions. As
+it writes no status, its convergence is read from the pods. Other scenarios do not
+run it.
 
 A DaemonSet has converged when its status shows observedGeneration == generation and
 desired == current == updated == ready == available == the nodes it should run on,
@@ -61,7 +84,8 @@ requests by verb, errors and response bytes, counted by the proxy over the phase
 Progress goes to stderr, the table to stdout. Expect minutes per run at the default
 sizes; the first build of everynode takes much longer.`,
 		Example: `  everynode bench --scenarios create,rolling --nodes 100
-  everynode bench --kube-api-qps 0 --scenarios create,create-5,rolling,surge --nodes 1000`,
+  everynode bench --kube-api-qps 0 --scenarios create,create-5,rolling,surge --nodes 1000
+  everynode bench --scenarios burst --burst-nodes 500 --burst-add 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Command = "everynode " + strings.Join(os.Args[1:], " ")
@@ -70,13 +94,15 @@ sizes; the first build of everynode takes much longer.`,
 	}
 	fs := cmd.Flags()
 	fs.StringSliceVar(&o.Scenarios, "scenarios", o.Scenarios, "Scenarios to run, comma-separated: "+strings.Join(bench.ScenarioNames(), ", ")+".")
-	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, `Controllers to run each scenario with, in column order: "upstream" (kube-controller-manager's DaemonSet controller) and/or "everynode". The ratio column needs both.`)
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, `Controllers to run each scenario with, in column order: "upstream" (kube-controller-manager's DaemonSet controller), "everynode", and "floor" (the minimal per-node controller; the churn scenario only). The ratio columns need everynode and the other one.`)
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Client requests a second for both controllers (20 is kube-controller-manager's default); 0 or negative lifts the limit.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Client burst above --kube-api-qps for both controllers (30 is kube-controller-manager's default).")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, "Nodes of the create, create-5, rolling and surge scenarios.")
 	fs.IntVar(&o.ChurnNodes, "churn-nodes", o.ChurnNodes, "Nodes of the churn scenario before nodes are added.")
-	fs.IntVar(&o.ChurnDaemonSets, "churn-daemonsets", o.ChurnDaemonSets, "DaemonSets with a node selector in the churn scenario (one more has the NotIn affinity).")
-	fs.IntVar(&o.ChurnRate, "churn-rate", o.ChurnRate, "Node label and taint changes a second in the churn scenario.")
+	fs.IntVar(&o.ChurnDaemonSets, "churn-daemonsets", o.ChurnDaemonSets, "DaemonSets with a node selector in the churn scenario (with --churn-changes=mixed one more has the NotIn affinity).")
+	fs.IntVar(&o.ChurnPools, "churn-pools", o.ChurnPools, "Node pools the churn scenario's DaemonSets select, in turn.")
+	fs.StringVar(&o.ChurnChanges, "churn-changes", o.ChurnChanges, `What the churn scenario changes: "moves" (every change a pool move) or "mixed" (1 in 10 a move, the others a tolerated taint or a label the NotIn affinity reads).`)
+	fs.IntVar(&o.ChurnRate, "churn-rate", o.ChurnRate, "Node changes a second in the churn scenario.")
 	fs.DurationVar(&o.ChurnDuration, "churn-duration", o.ChurnDuration, "How long the churn scenario changes nodes.")
 	fs.IntVar(&o.ChurnAddNodes, "churn-add-nodes", o.ChurnAddNodes, "Nodes the churn scenario adds at once after the churn (0: none).")
 	fs.IntVar(&o.SteadyNodes, "steady-nodes", o.SteadyNodes, "Nodes of the steady scenario.")
@@ -85,6 +111,8 @@ sizes; the first build of everynode takes much longer.`,
 	fs.IntVar(&o.BigNodes, "big-nodes", o.BigNodes, "Nodes of the big-cluster scenario.")
 	fs.IntVar(&o.BigPods, "big-pods", o.BigPods, "Pods of no DaemonSet the big-cluster scenario runs before the controller starts.")
 	fs.IntVar(&o.BigDaemonSets, "big-daemonsets", o.BigDaemonSets, "DaemonSets (on every node) of the big-cluster scenario.")
+	fs.IntVar(&o.BurstNodes, "burst-nodes", o.BurstNodes, "Nodes of the burst scenario's settled cluster.")
+	fs.IntVar(&o.BurstAdd, "burst-add", o.BurstAdd, "Nodes the burst scenario adds at once.")
 	fs.IntVar(&o.FloorPods, "floor-pods", o.FloorPods, "Pods created to measure the API server's pod-create rate on each sandbox.")
 	fs.IntVar(&o.FloorParallel, "floor-parallelism", o.FloorParallel, "Creates in flight at once when measuring the pod-create rate.")
 	fs.DurationVar(&o.PodReadyDelay, "pod-ready-delay", o.PodReadyDelay, "How long a simulated pod stays Pending before it is Ready (the sandbox's --pod-ready-delay).")
@@ -93,6 +121,7 @@ sizes; the first build of everynode takes much longer.`,
 	fs.StringVar(&o.WorkDir, "work-dir", o.WorkDir, "Directory for the sandboxes' data and logs (default: the system's temporary directory). Removed afterwards unless --keep.")
 	fs.BoolVar(&o.Keep, "keep", o.Keep, "Keep the sandboxes' data directories and logs (sandbox.log, logs/, controller-*.log).")
 	fs.StringVar(&o.ProfileDir, "profile-dir", o.ProfileDir, "Save CPU profiles of everynode's controller over each scenario run to this directory, in consecutive 10 s chunks (<scenario>-everynode-NNN.pprof; `go tool pprof` merges them).")
+	fs.StringArrayVar(&o.EveryNodeArgs, "everynode-arg", o.EveryNodeArgs, "A flag added to everynode's controller command line (repeat for more), to try its settings: --everynode-arg=--sync-batch-period=50ms. The line above the table names them.")
 	fs.BoolVar(&o.ByResource, "by-resource", o.ByResource, "Also print the measured phase's API requests by verb and resource.")
 	return cmd
 }

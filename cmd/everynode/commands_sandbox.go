@@ -8,5 +8,5 @@ import "github.com/spf13/cobra"
 // the benchmark: left out of the controller's image, which is built with the
 // nosandbox tag.
 func sandboxCommands() []*cobra.Command {
-	return []*cobra.Command{newSandboxCommand(), newKubectlCommand(), newComponentCommand(), newBenchCommand()}
+	return []*cobra.Command{newSandboxCommand(), newKubectlCommand(), newComponentCommand(), newBenchCommand(), newFloorCommand()}
 }

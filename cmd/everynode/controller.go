@@ -96,7 +96,10 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(fence.Wrap(restCfg))
+	// The controller's client has a rate limiter of its own, which its pod write
+	// dispatchers take their tokens from before they choose the next write.
+	clientCfg, limiter := controller.PrepaidRateLimiter(fence.Wrap(restCfg))
+	client, err := kubernetes.NewForConfig(clientCfg)
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
 	}
@@ -113,8 +116,11 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 		ProbeTimeout:      cfg.ProbeTimeout,
 		ProbeNamespace:    probeNamespace(cfg.ProbeNamespace),
 		BurstReplicas:     cfg.BurstReplicas,
+		PodWriters:        cfg.PodWriters,
 		MinStatusInterval: cfg.MinStatusInterval,
+		MaxStatusHold:     cfg.MaxStatusHold,
 		SyncBatchPeriod:   cfg.SyncBatchPeriod,
+		RateLimiter:       limiter,
 		Metrics:           metrics,
 	})
 	if err != nil {

@@ -39,11 +39,12 @@ func newRolloutCommand() *cobra.Command {
 The rollout.everynode.dev/ annotations shape a RollingUpdate (see docs/rollouts.md):
 paused, partition, canary, waves, wave-order, wave-pause, new-nodes,
 progress-deadline, max-restarts and on-failure. These commands set and clear them
-for you, and report the Progressing condition the controller keeps.`,
+for you, and report the Progressing condition the controller keeps; plan estimates,
+without changing anything, how a rollout will go.`,
 	}
 	cluster.add(cmd.PersistentFlags())
 	cmd.AddCommand(newRolloutStatusCommand(&cluster), newRolloutPauseCommand(&cluster), newRolloutResumeCommand(&cluster),
-		newRolloutPromoteCommand(&cluster), newRolloutUndoCommand(&cluster))
+		newRolloutPromoteCommand(&cluster), newRolloutUndoCommand(&cluster), newRolloutPlanCommand(&cluster))
 	return cmd
 }
 

@@ -26,7 +26,7 @@ controller wherever users, kubectl and the scheduler can see it.`,
 			root.PersistentFlags().AddGoFlag(f)
 		}
 	})
-	root.AddCommand(newControllerCommand(), newRolloutCommand(), newExplainCommand())
+	root.AddCommand(newControllerCommand(), newRolloutCommand(), newExplainCommand(), newDashboardCommand())
 	root.AddCommand(sandboxCommands()...)
 	// The embedded control plane registers a process-wide --version flag (its own
 	// version, not ours), which cobra would list on every command.

@@ -53,7 +53,7 @@ func bigCluster(name string, o Options) scenario {
 			if err != nil {
 				return err
 			}
-			at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
+			at, err := r.waitConverged(wants)
 			if err != nil {
 				r.addCosts("", r.end(p))
 				return err

@@ -27,6 +27,9 @@ import (
 const (
 	Upstream  = "upstream"  // kube-controller-manager's DaemonSet controller
 	EveryNode = "everynode" // everynode controller
+	// Floor is the floor controller (internal/floorctl): per-node creates and
+	// deletes only, no status. Only the churn scenario runs it.
+	Floor = "floor"
 )
 
 // Sandbox is an `everynode sandbox --controller=none` child process, its data
@@ -235,9 +238,11 @@ func (c *ControllerProcess) Stop() { c.stop() }
 // client rate limit (qps <= 0: none). kube-controller-manager's DaemonSet controller
 // runs through the component machinery the sandbox uses for --controller=upstream;
 // everynode's as `everynode controller`. Both sync two DaemonSets at a time (their
-// defaults) and neither elects a leader. A non-empty pprofAddr makes everynode's
-// serve Go's profiles there (upstream's is not profiled).
-func StartController(ctx context.Context, name, binary, kubeconfig string, qps float32, burst int, logPath, pprofAddr string) (*ControllerProcess, error) {
+// defaults) and neither elects a leader. The floor controller runs as `everynode
+// floor-controller`, 16 nodes at a time. A non-empty pprofAddr makes everynode's
+// serve Go's profiles there (upstream's is not profiled); everynodeArgs are added to
+// everynode's command line.
+func StartController(ctx context.Context, name, binary, kubeconfig string, qps float32, burst int, logPath, pprofAddr string, everynodeArgs []string) (*ControllerProcess, error) {
 	q := strconv.FormatFloat(float64(qps), 'f', -1, 32)
 	if qps <= 0 {
 		q = "-1" // both read a negative QPS as no client-side limit
@@ -254,10 +259,6 @@ func StartController(ctx context.Context, name, binary, kubeconfig string, qps f
 		return &ControllerProcess{Name: name, pid: child.Pid(), exited: child.Exited(), log: logPath,
 			stop: func() { component.StopAll([]*component.Child{child}, 10*time.Second) }}, nil
 	case EveryNode:
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			return nil, err
-		}
 		metricsAddr := "0" // nothing served
 		if pprofAddr != "" {
 			metricsAddr = pprofAddr
@@ -270,19 +271,31 @@ func StartController(ctx context.Context, name, binary, kubeconfig string, qps f
 		if pprofAddr != "" {
 			args = append(args, "--profiling")
 		}
-		cmd := exec.Command(binary, args...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			return nil, err
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
-		return &ControllerProcess{Name: name, pid: cmd.Process.Pid, exited: exited, log: logPath,
-			stop: func() { _ = cmd.Process.Kill(); <-exited }}, nil
+		args = append(args, everynodeArgs...)
+		return startChild(binary, logPath, name, args...)
+	case Floor:
+		return startChild(binary, logPath, name, "floor-controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b)
 	}
 	return nil, fmt.Errorf("unknown controller %q", name)
+}
+
+// startChild runs binary with args as the controller name, its output to logPath.
+func startChild(binary, logPath, name string, args ...string) (*ControllerProcess, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
+	return &ControllerProcess{Name: name, pid: cmd.Process.Pid, exited: exited, log: logPath,
+		stop: func() { _ = cmd.Process.Kill(); <-exited }}, nil
 }
 
 // waitControllerReady waits until the controller has opened its watches of

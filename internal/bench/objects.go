@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -127,6 +128,11 @@ type watcher struct {
 	// usableAt is when each node was first seen Ready and untainted.
 	usableAt map[string]time.Time
 	nodeIdx  cache.Indexer
+	// pods records when each DaemonSet's pod for each node was created and Running.
+	pods *podMilestones
+	// lives records when each DaemonSet pod appeared and went.
+	lives   *podLives
+	podList corelisters.PodLister
 }
 
 func startWatcher(ctx context.Context, client kubernetes.Interface) (*watcher, error) {
@@ -138,6 +144,8 @@ func startWatcher(ctx context.Context, client kubernetes.Interface) (*watcher, e
 		changed:  make(chan struct{}, 1),
 		podSeen:  map[string][]time.Time{},
 		usableAt: map[string]time.Time{},
+		pods:     newPodMilestones(),
+		lives:    newPodLives(),
 	}
 	dsInf := w.factory.Apps().V1().DaemonSets()
 	w.ds = dsInf.Lister()
@@ -162,11 +170,29 @@ func startWatcher(ctx context.Context, client kubernetes.Interface) (*watcher, e
 				node := targetNode(pod)
 				w.podSeen[node] = append(w.podSeen[node], now)
 				w.mu.Unlock()
+				w.pods.see(pod, now)
+				w.lives.see(pod, now, false)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := obj.(*v1.Pod); ok {
+				now := time.Now()
+				w.pods.see(pod, now)
+				w.lives.see(pod, now, false)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				w.lives.see(pod, time.Now(), true)
 			}
 		},
 	}); err != nil {
 		return nil, err
 	}
+	w.podList = w.factory.Core().V1().Pods().Lister()
 	nodeInf := w.nodes.Core().V1().Nodes().Informer()
 	w.nodeIdx = nodeInf.GetIndexer()
 	seeNode := func(obj any) {
@@ -252,22 +278,30 @@ func (w *watcher) usableTime(node string) (time.Time, bool) {
 // returns when the benchmark saw that. It fails when the controller exits or after
 // timeout, naming the DaemonSets still short.
 func (w *watcher) waitConverged(ctx context.Context, wants map[string]dsWant, ctrl *ControllerProcess, timeout time.Duration) (time.Time, error) {
+	// Looked at on every DaemonSet event, and each second in case one was coalesced away.
+	return w.waitUntil(ctx, func() []string { return w.notConverged(wants) }, w.changed, time.Second, ctrl, timeout)
+}
+
+// waitUntil waits until short names nothing, looking when wake fires and every
+// interval. It fails when the controller exits or after timeout, with what short
+// names then.
+func (w *watcher) waitUntil(ctx context.Context, short func() []string, wake <-chan struct{}, interval time.Duration, ctrl *ControllerProcess, timeout time.Duration) (time.Time, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Second) // in case an event was coalesced away
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		short := w.notConverged(wants)
-		if len(short) == 0 {
+		missing := short()
+		if len(missing) == 0 {
 			return time.Now(), nil
 		}
 		select {
-		case <-w.changed:
+		case <-wake:
 		case <-tick.C:
 		case <-ctrl.Exited():
 			return time.Time{}, fmt.Errorf("the %s controller exited; see %s", ctrl.Name, ctrl.Log())
 		case <-deadline.C:
-			return time.Time{}, fmt.Errorf("not converged after %v: %s", timeout, strings.Join(short, "; "))
+			return time.Time{}, fmt.Errorf("not converged after %v: %s", timeout, strings.Join(missing, "; "))
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
 		}

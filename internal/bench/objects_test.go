@@ -114,7 +114,7 @@ func TestChurnPlacement(t *testing.T) {
 		node("a", "p0"), node("b", "p0", maintenance), node("c", "p1"), node("d", "p8"),
 		node("e", "p9"), node("f", "p0", other),
 	}
-	daemonSets := churnDaemonSets(2) // pool-0 on p0, pool-1 on p1, not-in outside p8 and p9
+	daemonSets := churnDaemonSets(2, 10, true) // pool-0 on p0, pool-1 on p1, not-in outside p8 and p9
 	got := map[string]int32{}
 	for _, ds := range daemonSets {
 		got[ds.Name] = expectedDesired(ds, nodes)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,8 +31,12 @@ type Options struct {
 
 	Nodes int
 
-	ChurnNodes       int
-	ChurnDaemonSets  int
+	ChurnNodes      int
+	ChurnDaemonSets int
+	// ChurnPools is how many pools the churn DaemonSets' node selectors choose from.
+	ChurnPools int
+	// ChurnChanges is what the churn changes: ChurnMoves or ChurnMixed.
+	ChurnChanges     string
 	ChurnRate        int
 	ChurnDuration    time.Duration
 	ChurnAddNodes    int
@@ -41,6 +46,8 @@ type Options struct {
 	BigNodes         int
 	BigPods          int
 	BigDaemonSets    int
+	BurstNodes       int
+	BurstAdd         int
 
 	FloorPods     int
 	FloorParallel int
@@ -54,6 +61,9 @@ type Options struct {
 	// ProfileDir, if set, receives CPU profiles of everynode's controller over
 	// each scenario run (see startProfiler).
 	ProfileDir string
+	// EveryNodeArgs are added to the command line of everynode's controller (for
+	// trying its flags; the default is none).
+	EveryNodeArgs []string
 	// Command is the command line, printed above the table.
 	Command string
 }
@@ -61,13 +71,15 @@ type Options struct {
 // DefaultOptions fit a 2-core machine.
 func DefaultOptions() Options {
 	return Options{
-		Scenarios:        ScenarioNames(),
-		Controllers:      []string{Upstream, EveryNode},
+		Scenarios:        DefaultScenarios(),
+		Controllers:      []string{Upstream, EveryNode, Floor},
 		QPS:              20,
 		Burst:            30,
 		Nodes:            1000,
-		ChurnNodes:       2000,
-		ChurnDaemonSets:  20,
+		ChurnNodes:       1000,
+		ChurnDaemonSets:  10,
+		ChurnPools:       5,
+		ChurnChanges:     ChurnMoves,
 		ChurnRate:        50,
 		ChurnDuration:    60 * time.Second,
 		ChurnAddNodes:    200,
@@ -77,6 +89,8 @@ func DefaultOptions() Options {
 		BigNodes:         1000,
 		BigPods:          10000,
 		BigDaemonSets:    10,
+		BurstNodes:       5000,
+		BurstAdd:         500,
 		FloorPods:        1000,
 		FloorParallel:    16,
 		PodReadyDelay:    time.Second,
@@ -100,8 +114,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--scenarios names none")
 	}
 	for _, c := range o.Controllers {
-		if c != Upstream && c != EveryNode {
-			return fmt.Errorf("unknown controller %q; use %s and/or %s", c, Upstream, EveryNode)
+		if c != Upstream && c != EveryNode && c != Floor {
+			return fmt.Errorf("unknown controller %q; use %s, %s and/or %s", c, Upstream, EveryNode, Floor)
 		}
 	}
 	switch {
@@ -111,12 +125,16 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--kube-api-burst must not be negative")
 	case o.QPS > 0 && o.Burst < 1:
 		return fmt.Errorf("--kube-api-burst must be at least 1 with a --kube-api-qps")
-	case o.Nodes < 1 || o.ChurnNodes < 1 || o.SteadyNodes < 1 || o.BigNodes < 1:
+	case o.Nodes < 1 || o.ChurnNodes < 1 || o.SteadyNodes < 1 || o.BigNodes < 1 || o.BurstNodes < 1 || o.BurstAdd < 1:
 		return fmt.Errorf("node counts must be at least 1")
 	case o.BigPods < 0:
 		return fmt.Errorf("--big-pods must not be negative")
 	case o.ChurnDaemonSets < 1 || o.SteadyDaemonSets < 1 || o.BigDaemonSets < 1:
 		return fmt.Errorf("DaemonSet counts must be at least 1")
+	case o.ChurnPools < 2:
+		return fmt.Errorf("--churn-pools must be at least 2")
+	case o.ChurnChanges != ChurnMoves && o.ChurnChanges != ChurnMixed:
+		return fmt.Errorf("--churn-changes must be %s or %s", ChurnMoves, ChurnMixed)
 	case o.ChurnRate < 1 || o.ChurnDuration < time.Second || o.ChurnAddNodes < 0:
 		return fmt.Errorf("--churn-rate must be at least 1, --churn-duration at least 1s, --churn-add-nodes not negative")
 	case o.SteadyPercent < 1 || o.SteadyPercent > 100:
@@ -150,8 +168,13 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 		defer os.RemoveAll(work)
 	}
 	started := time.Now()
-	table := Table{Controllers: o.Controllers}
-	detail := Table{Controllers: o.Controllers}
+	// The floor's column only when a scenario it runs is selected.
+	columns := o.Controllers
+	if !slices.ContainsFunc(o.Scenarios, func(name string) bool { return scenarioByName(name, o).floor }) {
+		columns = slices.DeleteFunc(slices.Clone(columns), func(c string) bool { return c == Floor })
+	}
+	table := Table{Controllers: columns}
+	detail := Table{Controllers: columns}
 	var durations []string
 	failed := 0
 	for _, name := range o.Scenarios {
@@ -159,6 +182,11 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 		res := Result{Scenario: sc.title}
 		det := Result{Scenario: sc.title}
 		for _, ctrl := range o.Controllers {
+			if ctrl == Floor && !sc.floor {
+				res.Runs = append(res.Runs, RunMetrics{Controller: ctrl, Skipped: true})
+				det.Runs = append(det.Runs, RunMetrics{Controller: ctrl, Skipped: true})
+				continue
+			}
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(progress, "%s [%s %s] %s\n", time.Now().Format("15:04:05"), name, ctrl, fmt.Sprintf(format, args...))
 			}
@@ -189,7 +217,14 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	if o.Command != "" {
 		fmt.Fprintf(out, "    %s\n\n", o.Command)
 	}
-	fmt.Fprintf(out, "Both controllers: client rate limit %s, 2 DaemonSets synced at a time, each in its own process behind a counting proxy.\n\n", limitText(o.QPS, o.Burst))
+	fmt.Fprintf(out, "Every controller: client rate limit %s, each in its own process behind a counting proxy; upstream and everynode sync 2 DaemonSets at a time.", limitText(o.QPS, o.Burst))
+	if slices.Contains(columns, Floor) {
+		fmt.Fprintf(out, " floor (churn only): creates and deletes of per-node decisions, 16 nodes at a time, no status; its convergence is read from the pods.")
+	}
+	if len(o.EveryNodeArgs) > 0 {
+		fmt.Fprintf(out, " everynode runs with %s.", strings.Join(o.EveryNodeArgs, " "))
+	}
+	fmt.Fprint(out, "\n\n")
 	fmt.Fprint(out, table.Markdown())
 	if o.ByResource {
 		fmt.Fprintf(out, "\nAPI requests of the measured phase by verb and resource:\n\n")
@@ -319,7 +354,7 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 		}
 		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	r.ctrl, err = StartController(ctx, ctrl, r.o.Binary, filepath.Join(dir, "proxy.kubeconfig"), r.o.QPS, r.o.Burst, filepath.Join(dir, "controller-"+ctrl+".log"), pprofAddr)
+	r.ctrl, err = StartController(ctx, ctrl, r.o.Binary, filepath.Join(dir, "proxy.kubeconfig"), r.o.QPS, r.o.Burst, filepath.Join(dir, "controller-"+ctrl+".log"), pprofAddr, r.o.EveryNodeArgs)
 	if err != nil {
 		return err
 	}
@@ -418,6 +453,11 @@ func (r *runCtx) addCosts(prefix string, pr phaseResult) {
 	r.add(Metric{Name: prefix + "kube-apiserver CPU (s)", Unit: CPUSeconds, Value: pr.apiCPU.Seconds()})
 	total := pr.counts.Total()
 	r.add(Metric{Name: prefix + "API requests: all", Unit: Count, Value: float64(total.Requests)})
+	var writes int64
+	for _, v := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+		writes += pr.counts.Verb(v).Requests
+	}
+	r.add(Metric{Name: prefix + "API requests: writes", Unit: Count, Value: float64(writes)})
 	for _, v := range Verbs {
 		r.add(Metric{Name: prefix + "API requests: " + v, Unit: Count, Value: float64(pr.counts.Verb(v).Requests), OmitIfZero: true})
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	apps "k8s.io/api/apps/v1"
@@ -15,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/everynode/everynode/internal/daemon"
 	"github.com/everynode/everynode/internal/nodesim"
 )
 
@@ -25,13 +22,21 @@ import (
 type scenario struct {
 	name, title string
 	nodes       int
-	prepare     func(r *runCtx) error
-	run         func(r *runCtx) error
+	// floor: the floor controller runs it too.
+	floor   bool
+	prepare func(r *runCtx) error
+	run     func(r *runCtx) error
 }
 
 // ScenarioNames are the scenarios, in the order they run.
 func ScenarioNames() []string {
-	return []string{"create", "create-5", "rolling", "surge", "churn", "steady", "big-cluster"}
+	return append(DefaultScenarios(), "burst")
+}
+
+// DefaultScenarios are the scenarios a run without --scenarios runs: all but burst,
+// whose settled cluster is large.
+func DefaultScenarios() []string {
+	return []string{"create", "create-5", "rolling", "surge", "in-place", "churn", "steady", "big-cluster"}
 }
 
 func scenarioByName(name string, o Options) scenario {
@@ -43,17 +48,26 @@ func scenarioByName(name string, o Options) scenario {
 	case "rolling":
 		ten := intstr.FromString("10%")
 		zero := intstr.FromInt32(0)
-		return rollingUpdate(name, o.Nodes, "maxUnavailable=10%", apps.RollingUpdateDaemonSet{MaxUnavailable: &ten, MaxSurge: &zero})
+		return rollingUpdate(name, o.Nodes, "maxUnavailable=10%", apps.RollingUpdateDaemonSet{MaxUnavailable: &ten, MaxSurge: &zero}, nil)
+	case "in-place":
+		// Upstream has no in-place update and ignores the annotation: it replaces
+		// the pods, which is what everynode's in-place update is measured against.
+		ten := intstr.FromString("10%")
+		zero := intstr.FromInt32(0)
+		return rollingUpdate(name, o.Nodes, "maxUnavailable=10%, in place (upstream: replaced)",
+			apps.RollingUpdateDaemonSet{MaxUnavailable: &ten, MaxSurge: &zero}, map[string]string{daemon.AnnotationInPlace: "true"})
 	case "surge":
 		ten := intstr.FromString("10%")
 		zero := intstr.FromInt32(0)
-		return rollingUpdate(name, o.Nodes, "maxSurge=10%", apps.RollingUpdateDaemonSet{MaxUnavailable: &zero, MaxSurge: &ten})
+		return rollingUpdate(name, o.Nodes, "maxSurge=10%", apps.RollingUpdateDaemonSet{MaxUnavailable: &zero, MaxSurge: &ten}, nil)
 	case "churn":
 		return nodeChurn(name, o)
 	case "steady":
 		return steadyState(name, o)
 	case "big-cluster":
 		return bigCluster(name, o)
+	case "burst":
+		return burst(name, o)
 	}
 	panic("unknown scenario " + name)
 }
@@ -110,7 +124,7 @@ func coldCreate(name string, nodes, count int) scenario {
 		if err != nil {
 			return err
 		}
-		at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
+		at, err := r.waitConverged(wants)
 		if err != nil {
 			r.addCosts("", r.end(p))
 			return err
@@ -126,19 +140,21 @@ func coldCreate(name string, nodes, count int) scenario {
 	}}
 }
 
-// rollingUpdate creates a DaemonSet with the given rolling update budget, waits
-// for it, then changes its image and measures the update until it has converged.
-func rollingUpdate(name string, nodes int, budget string, strategy apps.RollingUpdateDaemonSet) scenario {
+// rollingUpdate creates a DaemonSet with the given rolling update budget (and
+// annotations), waits for it, then changes its image and measures the update until
+// it has converged.
+func rollingUpdate(name string, nodes int, budget string, strategy apps.RollingUpdateDaemonSet, annotations map[string]string) scenario {
 	return scenario{name: name, title: fmt.Sprintf("rolling update, %s × %d nodes", budget, nodes), nodes: nodes, run: func(r *runCtx) error {
 		ds := daemonSet("ds-0")
 		ds.Spec.UpdateStrategy.RollingUpdate = &strategy
+		ds.Annotations = annotations
 		t0 := time.Now()
 		created, err := r.createDaemonSet(ds)
 		if err != nil {
 			return err
 		}
 		n := int32(nodes)
-		at, err := r.w.waitConverged(r.ctx, map[string]dsWant{ds.Name: {created.Generation, n, n}}, r.ctrl, r.o.Timeout)
+		at, err := r.waitConverged(map[string]dsWant{ds.Name: {created.Generation, n, n}})
 		if err != nil {
 			return fmt.Errorf("creating: %w", err)
 		}
@@ -164,7 +180,7 @@ func rollingUpdate(name string, nodes int, budget string, strategy apps.RollingU
 		if err != nil {
 			return fmt.Errorf("changing the image: %w", err)
 		}
-		at, err = r.w.waitConverged(r.ctx, map[string]dsWant{ds.Name: {gen, n, n}}, r.ctrl, r.o.Timeout)
+		at, err = r.waitConverged(map[string]dsWant{ds.Name: {gen, n, n}})
 		if err != nil {
 			r.addCosts("update: ", r.end(p))
 			return fmt.Errorf("updating: %w", err)
@@ -193,307 +209,6 @@ func retryConflict(ctx context.Context, do func(context.Context) error) error {
 	}
 }
 
-// pools is how many node pools the churn scenario's node selectors choose from.
-const pools = 10
-
-func poolName(i int) string { return "p" + strconv.Itoa(i%pools) }
-
-// churnDaemonSets are the churn scenario's DaemonSets: n with a node selector on a
-// pool each (pools in turn), and one with six NotIn node affinity expressions that
-// match every node outside the last two pools.
-func churnDaemonSets(n int) []*apps.DaemonSet {
-	var out []*apps.DaemonSet
-	for i := range n {
-		ds := daemonSet(fmt.Sprintf("pool-%d", i))
-		ds.Spec.Template.Spec.NodeSelector = map[string]string{labelPool: poolName(i)}
-		out = append(out, ds)
-	}
-	ds := daemonSet("not-in")
-	ds.Spec.Template.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-			MatchExpressions: []v1.NodeSelectorRequirement{
-				{Key: labelPool, Operator: v1.NodeSelectorOpNotIn, Values: []string{poolName(pools - 2), poolName(pools - 1)}},
-				{Key: labelRev, Operator: v1.NodeSelectorOpNotIn, Values: []string{"excluded"}},
-				{Key: "kubernetes.io/os", Operator: v1.NodeSelectorOpNotIn, Values: []string{"windows"}},
-				{Key: "node.kubernetes.io/instance-type", Operator: v1.NodeSelectorOpNotIn, Values: []string{"bench-excluded"}},
-				{Key: "bench.everynode.dev/dedicated", Operator: v1.NodeSelectorOpNotIn, Values: []string{"gpu", "storage"}},
-				{Key: "topology.kubernetes.io/zone", Operator: v1.NodeSelectorOpNotIn, Values: []string{"bench-excluded-a", "bench-excluded-b"}},
-			},
-		}}},
-	}}
-	return append(out, ds)
-}
-
-// wantsFor is what every DaemonSet must show once the controller has caught up with
-// the nodes as the API server has them now.
-func (r *runCtx) wantsFor(daemonSets []*apps.DaemonSet) (map[string]dsWant, []*v1.Node, error) {
-	list, err := r.sb.Client.CoreV1().Nodes().List(r.ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	nodes := make([]*v1.Node, len(list.Items))
-	for i := range list.Items {
-		nodes[i] = &list.Items[i]
-	}
-	wants := map[string]dsWant{}
-	for _, ds := range daemonSets {
-		n := expectedDesired(ds, nodes)
-		wants[ds.Name] = dsWant{MinGeneration: ds.Generation, Desired: n, Available: n}
-	}
-	return wants, nodes, nil
-}
-
-// nodeChurn labels M nodes into pools, creates the churn DaemonSets, then changes
-// labels and taints of nodes at a steady rate, and finally adds nodes at once.
-func nodeChurn(name string, o Options) scenario {
-	m := o.ChurnNodes
-	title := fmt.Sprintf("node churn: %d nodes, %d DaemonSets with node selectors + 1 NotIn affinity; %d node changes/s for %v, then %d nodes added",
-		m, o.ChurnDaemonSets, o.ChurnRate, o.ChurnDuration, o.ChurnAddNodes)
-	return scenario{name: name, title: title, nodes: m,
-		prepare: func(r *runCtx) error {
-			return parallel(r.ctx, m, 16, func(ctx context.Context, i int) error {
-				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, labelPool, poolName(i))
-				_, err := r.sb.Client.CoreV1().Nodes().Patch(ctx, nodesim.NodeNamePrefix+strconv.Itoa(i), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-				return err
-			})
-		},
-		run: func(r *runCtx) error {
-			// Setup: every DaemonSet at once.
-			var daemonSets []*apps.DaemonSet
-			t0 := time.Now()
-			for _, ds := range churnDaemonSets(o.ChurnDaemonSets) {
-				out, err := r.createDaemonSet(ds)
-				if err != nil {
-					return err
-				}
-				daemonSets = append(daemonSets, out)
-			}
-			wants, _, err := r.wantsFor(daemonSets)
-			if err != nil {
-				return err
-			}
-			pods := 0
-			for _, w := range wants {
-				pods += int(w.Desired)
-			}
-			at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
-			if err != nil {
-				return fmt.Errorf("setting up: %w", err)
-			}
-			r.logf("set up %d pods in %v", pods, at.Sub(t0).Round(10*time.Millisecond))
-			r.addConverge("setup: ", at.Sub(t0), pods)
-			if err := sleep(r.ctx, settle); err != nil {
-				return err
-			}
-
-			// Churn.
-			p := r.begin()
-			events, err := r.churn(m)
-			if err != nil {
-				r.addCosts("churn: ", r.end(p))
-				return err
-			}
-			churnEnd := time.Now()
-			r.logf("made %d node changes in %v", events, churnEnd.Sub(p.start).Round(10*time.Millisecond))
-			if wants, _, err = r.wantsFor(daemonSets); err != nil {
-				return err
-			}
-			at, err = r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
-			if err != nil {
-				r.addCosts("churn: ", r.end(p))
-				return fmt.Errorf("settling after the churn: %w", err)
-			}
-			if err := sleep(r.ctx, tail); err != nil {
-				return err
-			}
-			pr := r.endAt(p, at)
-			r.add(Metric{Name: "churn: node changes made", Unit: Count, Value: float64(events), NoRatio: true})
-			r.add(Metric{Name: "churn: settled after last change (s)", Unit: Seconds, Value: at.Sub(churnEnd).Seconds()})
-			r.add(Metric{Name: "churn: controller CPU per node change (ms)", Unit: Millis, Value: float64(pr.cpu.Milliseconds()) / float64(events)})
-			r.addCosts("churn: ", pr)
-
-			// New nodes.
-			if o.ChurnAddNodes == 0 {
-				return nil
-			}
-			if err := sleep(r.ctx, settle); err != nil {
-				return err
-			}
-			return r.addNodes(daemonSets, o.ChurnAddNodes)
-		}}
-}
-
-// churn changes nodes at the configured rate for the configured time, round robin
-// over the m simulated nodes. Change e relabels its node into the next pool when e
-// is a multiple of 10 (its pods move to other DaemonSets), else toggles the
-// maintenance taint (every DaemonSet tolerates it) when e is odd, else bumps the
-// rev label (which the NotIn affinity reads, to no effect). It returns how many
-// changes were made.
-func (r *runCtx) churn(m int) (int, error) {
-	total := r.o.ChurnRate * int(r.o.ChurnDuration/time.Second)
-	tick := time.NewTicker(time.Second / time.Duration(r.o.ChurnRate))
-	defer tick.Stop()
-	inflight := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	var done atomic.Int64
-	var firstErr atomic.Value
-	for e := range total {
-		select {
-		case <-tick.C:
-		case <-r.ctx.Done():
-			return int(done.Load()), r.ctx.Err()
-		}
-		if err, _ := firstErr.Load().(error); err != nil {
-			break
-		}
-		inflight <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-inflight }()
-			if err := r.changeNode(nodesim.NodeNamePrefix+strconv.Itoa(e%m), e); err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			done.Add(1)
-		})
-	}
-	wg.Wait()
-	if err, _ := firstErr.Load().(error); err != nil {
-		return int(done.Load()), fmt.Errorf("changing nodes: %w", err)
-	}
-	return int(done.Load()), nil
-}
-
-// changeNode makes churn change e to the named node.
-func (r *runCtx) changeNode(name string, e int) error {
-	mutate := func(node *v1.Node) {
-		switch {
-		case e%10 == 0:
-			next := 0
-			if cur := node.Labels[labelPool]; len(cur) > 1 {
-				next, _ = strconv.Atoi(cur[1:])
-				next++
-			}
-			node.Labels[labelPool] = poolName(next)
-		case e%2 == 1:
-			taints := node.Spec.Taints[:0:0]
-			found := false
-			for _, t := range node.Spec.Taints {
-				if t.Key == taintMaintain {
-					found = true
-					continue
-				}
-				taints = append(taints, t)
-			}
-			if !found {
-				taints = append(taints, v1.Taint{Key: taintMaintain, Value: "true", Effect: v1.TaintEffectNoSchedule})
-			}
-			node.Spec.Taints = taints
-		default:
-			node.Labels[labelRev] = strconv.Itoa(e)
-		}
-	}
-	node := r.w.node(name)
-	for attempt := 0; ; attempt++ {
-		if node == nil || attempt > 0 {
-			var err error
-			if node, err = r.sb.Client.CoreV1().Nodes().Get(r.ctx, name, metav1.GetOptions{}); err != nil {
-				return err
-			}
-		}
-		node = node.DeepCopy()
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		mutate(node)
-		_, err := r.sb.Client.CoreV1().Nodes().Update(r.ctx, node, metav1.UpdateOptions{FieldManager: benchFieldOwner})
-		if err == nil || !apierrors.IsConflict(err) || attempt >= 10 {
-			return err
-		}
-	}
-}
-
-// addNodes adds count simulated nodes at once, in the pools in turn, and measures
-// how long each waits for its pods.
-func (r *runCtx) addNodes(daemonSets []*apps.DaemonSet, count int) error {
-	p := r.begin()
-	created := make([]time.Time, count)
-	names := make([]string, count)
-	err := parallel(r.ctx, count, 16, func(ctx context.Context, i int) error {
-		names[i] = fmt.Sprintf("bench-new-%d", i)
-		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: names[i], Labels: map[string]string{
-			nodesim.LabelSimulated: "true", v1.LabelHostname: names[i], labelPool: poolName(i),
-		}}}
-		if _, err := r.sb.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		created[i] = time.Now()
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("adding nodes: %w", err)
-	}
-	// Wait for the new nodes to be usable, so that what the DaemonSets should show
-	// can be worked out from them.
-	err = wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, r.o.Timeout, true, func(context.Context) (bool, error) {
-		for _, n := range names {
-			if _, ok := r.w.usableTime(n); !ok {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the new nodes to be Ready: %w", err)
-	}
-	wants, nodes, err := r.wantsFor(daemonSets)
-	if err != nil {
-		return err
-	}
-	at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
-	if err != nil {
-		return fmt.Errorf("placing pods on the new nodes: %w", err)
-	}
-	if err := sleep(r.ctx, tail); err != nil {
-		return err
-	}
-	pr := r.endAt(p, at)
-	byName := map[string]*v1.Node{}
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
-	var fromCreate, fromUsable []time.Duration
-	pods := 0
-	for i, name := range names {
-		want := 0
-		for _, ds := range daemonSets {
-			if node := byName[name]; node != nil && shouldRun(ds, node) {
-				want++
-			}
-		}
-		pods += want
-		if want == 0 {
-			continue
-		}
-		seen := r.w.podTimes(name)
-		if len(seen) < want {
-			return fmt.Errorf("node %s: saw %d pods created, want %d", name, len(seen), want)
-		}
-		last := seen[want-1]
-		fromCreate = append(fromCreate, last.Sub(created[i]))
-		if u, ok := r.w.usableTime(name); ok {
-			fromUsable = append(fromUsable, last.Sub(u))
-		}
-	}
-	r.logf("%d new nodes got their %d pods; converged in %v", count, pods, pr.elapsed.Round(10*time.Millisecond))
-	r.add(Metric{Name: "new nodes: created → all pods created, p50 (s)", Unit: Seconds, Value: percentile(fromCreate, 50).Seconds()})
-	r.add(Metric{Name: "new nodes: created → all pods created, p99 (s)", Unit: Seconds, Value: percentile(fromCreate, 99).Seconds()})
-	r.add(Metric{Name: "new nodes: Ready → all pods created, p50 (s)", Unit: Seconds, Value: percentile(fromUsable, 50).Seconds()})
-	r.add(Metric{Name: "new nodes: Ready → all pods created, p99 (s)", Unit: Seconds, Value: percentile(fromUsable, 99).Seconds()})
-	r.add(Metric{Name: "new nodes: converge (s)", Unit: Seconds, Value: pr.elapsed.Seconds()})
-	r.add(Metric{Name: "new nodes: controller CPU per node (ms)", Unit: Millis, Value: float64(pr.cpu.Milliseconds()) / float64(count)})
-	return nil
-}
-
 // steadyState runs DaemonSets on every node, then makes a share of their pods
 // unready and ready again, and counts the status writes that follow.
 func steadyState(name string, o Options) scenario {
@@ -505,7 +220,7 @@ func steadyState(name string, o Options) scenario {
 		if err != nil {
 			return err
 		}
-		at, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
+		at, err := r.waitConverged(wants)
 		if err != nil {
 			return fmt.Errorf("setting up: %w", err)
 		}
@@ -547,7 +262,7 @@ func steadyState(name string, o Options) scenario {
 		if err := flip(`"false"`); err != nil {
 			return fmt.Errorf("making pods unready: %w", err)
 		}
-		down, err := r.w.waitConverged(r.ctx, unready, r.ctrl, r.o.Timeout)
+		down, err := r.waitConverged(unready)
 		if err != nil {
 			r.addCosts("flips: ", r.end(p))
 			return fmt.Errorf("waiting for the status to show unready pods: %w", err)
@@ -556,7 +271,7 @@ func steadyState(name string, o Options) scenario {
 		if err := flip("null"); err != nil {
 			return fmt.Errorf("making pods ready: %w", err)
 		}
-		up, err := r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
+		up, err := r.waitConverged(wants)
 		if err != nil {
 			r.addCosts("flips: ", r.end(p))
 			return fmt.Errorf("waiting for the status to show ready pods: %w", err)

@@ -46,6 +46,9 @@ type RunMetrics struct {
 	// Err, when set, is why the run did not finish; Metrics hold what was measured
 	// until then.
 	Err error
+	// Skipped marks a controller the scenario does not run (the floor controller
+	// outside the churn scenario): its cells are empty, and no failure.
+	Skipped bool
 }
 
 func (r RunMetrics) metric(name string) (Metric, bool) {
@@ -64,15 +67,45 @@ type Result struct {
 }
 
 // Table is the benchmark's output: one row per scenario and metric, one column per
-// controller, and the ratio everynode/upstream.
+// controller, and the ratios (see ratios).
 type Table struct {
-	Controllers []string // column order; the ratio is Controllers[1]/Controllers[0]
+	Controllers []string // column order
 	Results     []Result
 }
 
-// Ratio is b/a, and whether it is defined: both measured, and a non-zero.
+// ratio is a ratio column: the values of column num over those of column den.
+type ratio struct{ num, den int }
+
+// ratios are the table's ratio columns: the second of the compared controllers over
+// the first (everynode/upstream when both run), then everynode over the floor
+// controller when both run.
+func (t Table) ratios() []ratio {
+	var out []ratio
+	var compared []int
+	floor, every := -1, -1
+	for i, c := range t.Controllers {
+		switch c {
+		case Floor:
+			floor = i
+		case EveryNode:
+			every = i
+		}
+		if c != Floor {
+			compared = append(compared, i)
+		}
+	}
+	if len(compared) == 2 {
+		out = append(out, ratio{num: compared[1], den: compared[0]})
+	}
+	if floor >= 0 && every >= 0 {
+		out = append(out, ratio{num: every, den: floor})
+	}
+	return out
+}
+
+// Ratio is b/a, and whether it is defined: both measured and finite, and a non-zero.
 func Ratio(a, b float64) (float64, bool) {
-	if math.IsNaN(a) || math.IsNaN(b) || a == 0 {
+	if math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) || a == 0 {
 		return 0, false
 	}
 	return b / a, true
@@ -84,9 +117,9 @@ func (t Table) Markdown() string {
 	var sb strings.Builder
 	header := []string{"scenario", "measure"}
 	header = append(header, t.Controllers...)
-	withRatio := len(t.Controllers) == 2
-	if withRatio {
-		header = append(header, t.Controllers[1]+"/"+t.Controllers[0])
+	ratios := t.ratios()
+	for _, r := range ratios {
+		header = append(header, t.Controllers[r.num]+"/"+t.Controllers[r.den])
 	}
 	writeRow(&sb, header)
 	align := []string{"---", "---"}
@@ -106,7 +139,7 @@ func (t Table) Markdown() string {
 			}
 		}
 		for _, r := range runs {
-			if r.Err != nil {
+			if r.Err != nil && !r.Skipped {
 				failures = append(failures, fmt.Sprintf("%s, %s: %v", res.Scenario, r.Controller, r.Err))
 			}
 		}
@@ -133,14 +166,14 @@ func (t Table) Markdown() string {
 			cells[1] = name
 			for i, v := range values {
 				cell := Format(unit, v)
-				if math.IsNaN(v) && runs[i].Err != nil {
+				if math.IsNaN(v) && runs[i].Err != nil && !runs[i].Skipped {
 					cell = "failed"
 				}
 				cells = append(cells, cell)
 			}
-			if withRatio {
+			for _, rc := range ratios {
 				cell := "–"
-				if r, ok := Ratio(values[0], values[1]); ok && !noRatio {
+				if r, ok := Ratio(values[rc.den], values[rc.num]); ok && !noRatio {
 					cell = strconv.FormatFloat(r, 'f', 2, 64)
 				}
 				cells = append(cells, cell)
@@ -177,10 +210,14 @@ func writeRow(sb *strings.Builder, cells []string) {
 	sb.WriteString(" |\n")
 }
 
-// Format prints a value in its unit; a missing (NaN) value prints as "–".
+// Format prints a value in its unit; a missing (NaN) value prints as "–", an
+// infinite one (never reached) as "∞".
 func Format(u Unit, v float64) string {
 	if math.IsNaN(v) {
 		return "–"
+	}
+	if math.IsInf(v, 1) {
+		return "∞"
 	}
 	switch u {
 	case Seconds, Millis:

@@ -21,6 +21,8 @@ func TestRatio(t *testing.T) {
 		{0, 0, 0, false},
 		{math.NaN(), 1, 0, false},
 		{1, math.NaN(), 0, false},
+		{1, math.Inf(1), 0, false},
+		{math.Inf(1), 1, 0, false},
 	} {
 		got, ok := Ratio(tc.a, tc.b)
 		if ok != tc.wantOK || got != tc.want {
@@ -48,6 +50,7 @@ func TestFormat(t *testing.T) {
 		{PerSecond, 312.6, "313"},
 		{Factor, 2.345, "2.3×"},
 		{Count, math.NaN(), "–"},
+		{Seconds, math.Inf(1), "∞"},
 	} {
 		if got := Format(tc.u, tc.v); got != tc.want {
 			t.Errorf("Format(%v, %v) = %q, want %q", tc.u, tc.v, got, tc.want)
@@ -97,6 +100,34 @@ func TestTableMarkdown(t *testing.T) {
 | churn | converge (s) | 30.0 | failed | – |
 
 FAILED: churn, everynode: timed out
+`
+	if diff := cmp.Diff(want, table.Markdown()); diff != "" {
+		t.Errorf("Markdown (-want +got):\n%s", diff)
+	}
+}
+
+// With the floor controller, the table has a third column and the ratio
+// everynode/floor; scenarios the floor does not run show no values and no failure.
+func TestTableMarkdownWithTheFloor(t *testing.T) {
+	table := Table{
+		Controllers: []string{"upstream", "everynode", "floor"},
+		Results: []Result{
+			{Scenario: "create", Runs: []RunMetrics{
+				{Controller: "upstream", Metrics: []Metric{{Name: "converge (s)", Unit: Seconds, Value: 12}}},
+				{Controller: "everynode", Metrics: []Metric{{Name: "converge (s)", Unit: Seconds, Value: 6}}},
+				{Controller: "floor", Skipped: true},
+			}},
+			{Scenario: "churn", Runs: []RunMetrics{
+				{Controller: "upstream", Metrics: []Metric{{Name: "move p99 (s)", Unit: Seconds, Value: 1}}},
+				{Controller: "everynode", Metrics: []Metric{{Name: "move p99 (s)", Unit: Seconds, Value: 0.8}}},
+				{Controller: "floor", Metrics: []Metric{{Name: "move p99 (s)", Unit: Seconds, Value: 0.1}}},
+			}},
+		},
+	}
+	want := `| scenario | measure | upstream | everynode | floor | everynode/upstream | everynode/floor |
+| --- | --- | ---: | ---: | ---: | ---: | ---: |
+| create | converge (s) | 12.0 | 6.00 | – | 0.50 | – |
+| churn | move p99 (s) | 1.00 | 0.80 | 0.10 | 0.80 | 8.00 |
 `
 	if diff := cmp.Diff(want, table.Markdown()); diff != "" {
 		t.Errorf("Markdown (-want +got):\n%s", diff)

@@ -33,7 +33,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 		}
 		return err
 	}
-	podErr := errors.Join(c.deletePods(ctx, ds, key, p.Deletes), c.createPods(ctx, ds, key, p))
+	podErr := errors.Join(c.deletePods(ctx, ds, key, p.Deletes), c.createPods(ctx, ds, key, p), c.updatePods(ctx, ds, key, p.Hash, p.Updates))
 	for _, node := range p.FailedPodNodes {
 		c.backoff.next(key, ds.Generation, node, failedBefore(p.Deletes, node))
 		c.metrics.failedPods.Inc()
@@ -125,7 +125,8 @@ func (c *Controller) writeStatus(ctx context.Context, ds *apps.DaemonSet, key st
 		return nil
 	}
 	now := c.clock.Now()
-	if wait := c.pace.wait(key, &ds.Status, status, now); wait > 0 {
+	busy := func() bool { return c.writes.busy(key) }
+	if wait := c.pace.wait(key, &ds.Status, status, now, busy); wait > 0 {
 		klog.FromContext(ctx).V(4).Info("Status write held back by the status pace", "wait", wait)
 		c.queue.AddAfter(key, wait)
 		return nil

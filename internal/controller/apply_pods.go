@@ -4,63 +4,58 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
 )
 
-// createPods creates the Plan's pods in slow-start batches of 1, 2, 4, ...: when a
-// batch has a failure the rest are not attempted, so a quota or admission problem
-// costs a few requests, not hundreds. Each create is recorded as in flight before it
-// is sent and forgotten if it fails, or kept for a while if it may have happened
-// (writeFailed).
+// createPods queues the Plan's creates for the dispatchers (dispatch.go), which send
+// them in rank order with every other DaemonSet's, in slow-start batches; they take
+// the place of the creates the DaemonSet's last sync queued (writeQueue.replaceCreates).
+// Each create is recorded as in flight from the moment it is queued, so no sync
+// plans it twice; it starts to expire only once it is sent. It returns the errors of
+// the DaemonSet's pod writes since its last sync: the sync fails with them, and is
+// retried with back-off.
 func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key string, p *daemon.Plan) error {
+	writes := make([]*podWrite, 0, len(p.Creates))
+	prio := c.priorities(len(p.Creates))
 	logger := klog.FromContext(ctx)
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	for pos, batch := 0, 1; pos < len(p.Creates); pos, batch = pos+batch, batch*2 {
-		end := min(pos+batch, len(p.Creates))
-		var wg sync.WaitGroup
-		failed := false
-		for _, create := range p.Creates[pos:end] {
-			c.inflight.expectCreate(key, create.Node)
-			wg.Go(func() {
-				template := p.Template
-				if create.Template != nil {
-					template = create.Template
-				}
-				err := c.createPod(ctx, ds, template, create)
-				if err == nil {
-					return
-				}
-				c.writeFailed(ctx, key, err, func(ctx context.Context) (bool, error) { return c.createHappened(ctx, ds, create.Node) },
-					func() { c.inflight.createUnknown(key, create.Node) }, func() { c.inflight.createDone(key, create.Node) })
-				if isNamespaceTerminating(err) {
-					return
-				}
-				mu.Lock()
-				errs, failed = append(errs, err), true
-				mu.Unlock()
-			})
+	for _, create := range p.Creates {
+		template := p.Template
+		if create.Template != nil {
+			template = create.Template
 		}
-		wg.Wait()
-		if failed {
-			if skipped := len(p.Creates) - end; skipped > 0 {
-				logger.V(2).Info("Create failed, skipping the rest of this sync's creates", "skipped", skipped)
-			}
-			break
-		}
+		writes = append(writes, &podWrite{key: key, ds: ds, node: create.Node, logger: logger,
+			rank: daemon.Rank(prio, ds, template, c.node(create.Node)), create: &create, template: template})
 	}
-	return errors.Join(errs...)
+	c.settleWithdrawn(key, c.writes.replaceCreates(key, writes, func(w *podWrite) { c.inflight.expectCreate(key, w.node) }))
+	return errors.Join(c.writes.takeErrors(key)...)
+}
+
+// sendCreate sends a queued create, unless it is no longer in flight (a pod for its
+// node was seen meanwhile). It returns the create's error, and whether the
+// DaemonSet's other creates are to stop without one.
+func (c *Controller) sendCreate(ctx context.Context, w *podWrite) (error, bool) {
+	if !c.inflight.sendingCreate(w.key, w.node) {
+		return nil, false
+	}
+	err := c.createPod(ctx, w.ds, w.template, *w.create)
+	if err == nil {
+		return nil, false
+	}
+	c.writeFailed(ctx, w.key, err, func(ctx context.Context) (bool, error) { return c.createHappened(ctx, w.ds, w.node) },
+		func() { c.inflight.createUnknown(w.key, w.node) }, func() { c.inflight.createDone(w.key, w.node) })
+	if isNamespaceTerminating(err) {
+		return nil, true
+	}
+	return err, false
 }
 
 func (c *Controller) createPod(ctx context.Context, ds *apps.DaemonSet, template *v1.PodTemplateSpec, create daemon.PodCreate) error {
@@ -79,37 +74,85 @@ func (c *Controller) createPod(ctx context.Context, ds *apps.DaemonSet, template
 	return nil
 }
 
-// deletePods deletes the Plan's pods in parallel, each with its UID as precondition.
-// A pod already gone counts as deleted.
+// deletePods queues the Plan's deletes for the dispatchers, ranked as the
+// DaemonSet's creates are (a pod in the way of its node's next pod goes out as early
+// as that pod would),
+// each recorded as in flight from the moment it is queued. Their errors are
+// reported by the DaemonSet's next sync (createPods).
 func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key string, deletes []daemon.PodDelete) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
+	writes := make([]*podWrite, 0, len(deletes))
+	prio := c.priorities(len(deletes))
+	logger := klog.FromContext(ctx)
 	for _, d := range deletes {
-		c.inflight.expectDelete(key, d.Pod.UID)
-		wg.Go(func() {
-			err := c.client.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, preconditionUID(d.Pod.UID))
-			switch {
-			case err == nil:
-				c.metrics.podsDeleted.WithLabelValues(string(d.Reason)).Inc()
-				klog.FromContext(ctx).V(4).Info("Deleted pod", "pod", klog.KObj(d.Pod), "reason", d.Reason)
-				c.recorder.Eventf(ds, v1.EventTypeNormal, daemon.EventSuccessfulDelete, "Deleted pod: %v", d.Pod.Name)
-			case apierrors.IsNotFound(err):
-				c.inflight.deleteDone(key, d.Pod.UID)
-			default:
-				c.writeFailed(ctx, key, err, func(ctx context.Context) (bool, error) { return c.deleteHappened(ctx, d.Pod) },
-					func() { c.inflight.deleteUnknown(key, d.Pod.UID) }, func() { c.inflight.deleteDone(key, d.Pod.UID) })
-				c.recorder.Eventf(ds, v1.EventTypeWarning, daemon.EventFailedDelete, "Error deleting: %v", err)
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("deleting pod %s: %w", d.Pod.Name, err))
-				mu.Unlock()
-			}
-		})
+		node, _ := daemon.TargetNode(d.Pod)
+		writes = append(writes, &podWrite{key: key, ds: ds, node: node, logger: logger,
+			rank: daemon.Rank(prio, ds, &ds.Spec.Template, c.node(node)), del: &d})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	c.writes.add(key, writes, func(w *podWrite) { c.inflight.expectDelete(key, w.del.Pod.UID) })
+	return nil
+}
+
+// sendDelete sends a queued delete, with the pod's UID as precondition, unless it is
+// no longer in flight (the pod was seen gone meanwhile). A pod already gone counts
+// as deleted.
+func (c *Controller) sendDelete(ctx context.Context, w *podWrite) error {
+	d := w.del
+	if !c.inflight.sendingDelete(w.key, d.Pod.UID) {
+		return nil
+	}
+	err := c.client.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, preconditionUID(d.Pod.UID))
+	switch {
+	case err == nil:
+		c.metrics.podsDeleted.WithLabelValues(string(d.Reason)).Inc()
+		klog.FromContext(ctx).V(4).Info("Deleted pod", "pod", klog.KObj(d.Pod), "reason", d.Reason)
+		c.recorder.Eventf(w.ds, v1.EventTypeNormal, daemon.EventSuccessfulDelete, "Deleted pod: %v", d.Pod.Name)
+	case apierrors.IsNotFound(err):
+		c.inflight.deleteDone(w.key, d.Pod.UID)
+	default:
+		c.writeFailed(ctx, w.key, err, func(ctx context.Context) (bool, error) { return c.deleteHappened(ctx, d.Pod) },
+			func() { c.inflight.deleteUnknown(w.key, d.Pod.UID) }, func() { c.inflight.deleteDone(w.key, d.Pod.UID) })
+		c.recorder.Eventf(w.ds, v1.EventTypeWarning, daemon.EventFailedDelete, "Error deleting: %v", err)
+		return fmt.Errorf("deleting pod %s: %w", d.Pod.Name, err)
+	}
+	return nil
+}
+
+// withdrawWrites takes the DaemonSet's queued writes back unsent.
+func (c *Controller) withdrawWrites(key string) {
+	c.settleWithdrawn(key, c.writes.withdraw(key))
+}
+
+// settleWithdrawn forgets the in-flight records of writes taken back unsent.
+func (c *Controller) settleWithdrawn(key string, writes []*podWrite) {
+	for _, w := range writes {
+		if w.create != nil {
+			c.inflight.createDone(key, w.node)
+		} else {
+			c.inflight.deleteDone(key, w.del.Pod.UID)
+		}
+	}
+}
+
+// priorities resolves priority class names from the PriorityClass cache, when there
+// are writes to rank (n of them).
+func (c *Controller) priorities(n int) daemon.Priorities {
+	if n == 0 || c.classes == nil {
+		return daemon.Priorities{}
+	}
+	classes, err := c.classes.List(labels.Everything())
+	if err != nil {
+		return daemon.Priorities{}
+	}
+	return daemon.NewPriorities(classes)
+}
+
+// node is the cached node of that name, or nil.
+func (c *Controller) node(name string) *v1.Node {
+	node, err := c.nodes.lister.Get(name)
+	if err != nil {
+		return nil
+	}
+	return node
 }
 
 // writeFailed settles the in-flight record of a pod write that failed with err. One

@@ -21,8 +21,12 @@ type Config struct {
 	// RequestTimeout bounds each request but watches; 0: no bound.
 	RequestTimeout time.Duration
 	BurstReplicas  int
+	// PodWriters: see Options.PodWriters.
+	PodWriters int
 	// MinStatusInterval: see Options.MinStatusInterval.
 	MinStatusInterval time.Duration
+	// MaxStatusHold: see Options.MaxStatusHold.
+	MaxStatusHold time.Duration
 	// SyncBatchPeriod: see Options.SyncBatchPeriod.
 	SyncBatchPeriod time.Duration
 	MetricsAddr     string
@@ -37,6 +41,9 @@ type Config struct {
 	Leader      LeaderConfig
 }
 
+// DefaultMaxStatusHold is the default --max-status-hold.
+const DefaultMaxStatusHold = 30 * time.Second
+
 // DefaultProbeTimeout is the default --conflict-probe-timeout: an active DaemonSet
 // controller answers in well under a second.
 const DefaultProbeTimeout = 3 * time.Second
@@ -50,7 +57,9 @@ func DefaultConfig() Config {
 		ContentType:       ContentTypeProtobuf,
 		RequestTimeout:    DefaultRequestTimeout,
 		BurstReplicas:     DefaultBurstReplicas,
+		PodWriters:        DefaultPodWriters,
 		MinStatusInterval: time.Second,
+		MaxStatusHold:     DefaultMaxStatusHold,
 		SyncBatchPeriod:   DefaultSyncBatchPeriod,
 		MetricsAddr:       ":8080",
 		ProbeTimeout:      DefaultProbeTimeout,
@@ -70,7 +79,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Compression, "kube-api-compression", c.Compression, "Ask the API server to gzip its responses and watch streams: less traffic, more CPU on both ends (off by default: a controller usually sits next to its API server).")
 	fs.DurationVar(&c.RequestTimeout, "kube-api-timeout", c.RequestTimeout, "Give up on a request to the API server (other than a watch) that has had no answer for this long, and retry it; a pod write given up so is waited for a while in case it happened. The default is kube-apiserver's own request timeout; 0: wait as long as it takes.")
 	fs.IntVar(&c.BurstReplicas, "burst-replicas", c.BurstReplicas, "Most pod creates, and separately deletes, one DaemonSet sync may issue.")
+	fs.IntVar(&c.PodWriters, "pod-writers", c.PodWriters, "Pod creates and deletes sent at once, across all DaemonSets: a sync only queues its pod writes, and these many senders send them, the most urgent first (the client rate limit still applies).")
 	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
+	fs.DurationVar(&c.MaxStatusHold, "max-status-hold", c.MaxStatusHold, "How long after a DaemonSet's last status write a write that changes only its pod counters may be held while its pod creates and deletes are queued or in flight (they share the client rate limit); it is written as soon as they drain. 0 holds none beyond --min-status-interval. A new observedGeneration or condition is written at once.")
 	fs.DurationVar(&c.SyncBatchPeriod, "sync-batch-period", c.SyncBatchPeriod, "Shortest time between two syncs of a DaemonSet that pod and node events ask for: an event after a quiet spell syncs at once, the events of a busy moment share one sync when the period ends (less CPU in rollouts and node churn); 0 syncs on every event. DaemonSet changes sync at once.")
 	fs.DurationVar(&c.ProbeTimeout, "conflict-probe-timeout", c.ProbeTimeout, "Full mode: at start, before writing anything, create a DaemonSet that selects no node and wait this long for another DaemonSet controller (kube-controller-manager's, left on) to answer it; if one does, everynode writes to no DaemonSet and says why. 0 skips the probe (another controller's writes are still noticed as they happen).")
 	fs.StringVar(&c.ProbeNamespace, "probe-namespace", c.ProbeNamespace, "Namespace of the probe DaemonSet. Default: $POD_NAMESPACE, else default.")
@@ -101,8 +112,12 @@ func (c *Config) Validate(explicit bool) error {
 		return fmt.Errorf("--kube-api-timeout must not be negative, got %s", c.RequestTimeout)
 	case c.BurstReplicas < 1:
 		return fmt.Errorf("--burst-replicas must be at least 1, got %d", c.BurstReplicas)
+	case c.PodWriters < 1:
+		return fmt.Errorf("--pod-writers must be at least 1, got %d", c.PodWriters)
 	case c.MinStatusInterval < 0:
 		return fmt.Errorf("--min-status-interval must not be negative, got %s", c.MinStatusInterval)
+	case c.MaxStatusHold < 0:
+		return fmt.Errorf("--max-status-hold must not be negative, got %s", c.MaxStatusHold)
 	case c.SyncBatchPeriod < 0:
 		return fmt.Errorf("--sync-batch-period must not be negative, got %s", c.SyncBatchPeriod)
 	case c.ProbeTimeout < 0:

@@ -20,6 +20,7 @@ func TestConfigFlagsAndValidation(t *testing.T) {
 		{name: "unknown mode", args: []string{"--mode=shadow"}, wantErr: `--mode must be full or companion, got "shadow"`},
 		{name: "workers at least one", args: []string{"--workers=0"}, wantErr: "--workers must be at least 1"},
 		{name: "burst replicas at least one", args: []string{"--burst-replicas=0"}, wantErr: "--burst-replicas must be at least 1"},
+		{name: "pod writers at least one", args: []string{"--pod-writers=0"}, wantErr: "--pod-writers must be at least 1"},
 		{name: "negative api burst", args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst must not be negative"},
 		{name: "qps needs a burst", args: []string{"--kube-api-qps=5", "--kube-api-burst=0"}, wantErr: "--kube-api-burst must be at least 1"},
 		{name: "unlimited qps needs no burst", args: []string{"--kube-api-qps=0", "--kube-api-burst=0"}},

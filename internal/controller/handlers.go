@@ -100,6 +100,7 @@ func statusOnly(old, cur *apps.DaemonSet) bool {
 func (c *Controller) forgetDaemonSet(ds *apps.DaemonSet) {
 	key := cache.MetaObjectToName(ds).String()
 	c.inflight.forget(key)
+	c.writes.forget(key)
 	c.backoff.forget(key)
 	c.batch.forget(key)
 	c.elig.forget(ds.UID)
@@ -184,9 +185,11 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				}
 			}
 			if ds := c.owner(cur.Namespace, curRef); ds != nil {
+				key := cache.MetaObjectToName(ds).String()
 				if cur.DeletionTimestamp != nil {
-					c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), cur.UID)
+					c.inflight.deleteDone(key, cur.UID)
 				}
+				c.inflight.updateSeen(key, cur.UID, cur.Labels[daemon.HashLabel])
 				c.enqueueBatched(ds)
 				return
 			}
@@ -203,7 +206,9 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			}
 			c.foreign.podGone(pod.UID)
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
-				c.inflight.deleteDone(cache.MetaObjectToName(ds).String(), pod.UID)
+				key := cache.MetaObjectToName(ds).String()
+				c.inflight.deleteDone(key, pod.UID)
+				c.inflight.updateDone(key, pod.UID)
 				logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
 				c.enqueueBatched(ds)
 			}

@@ -187,3 +187,15 @@ func TestDaemonSetHandler_StatusOnlyUpdatesWakeNothing(t *testing.T) {
 		})
 	}
 }
+
+// flushWrites sends the queued pod writes of a controller that is not running, one
+// after another, in order.
+func flushWrites(ctx context.Context, c *Controller) {
+	for c.writes.len() > 0 {
+		w, ok := c.writes.next(ctx, nil)
+		if !ok {
+			return
+		}
+		c.send(ctx, w)
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"github.com/go-logr/logr/testr"
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -42,8 +44,9 @@ type harness struct {
 type harnessOptions struct {
 	faults faults
 	burst  int
-	// statusInterval is the controller's MinStatusInterval.
-	statusInterval time.Duration
+	// statusInterval and statusHold are the controller's MinStatusInterval and
+	// MaxStatusHold.
+	statusInterval, statusHold time.Duration
 	// batch is the controller's SyncBatchPeriod; zero means DefaultSyncBatchPeriod
 	// and a negative value none.
 	batch time.Duration
@@ -57,6 +60,9 @@ type harnessOptions struct {
 	// daemonSetLag and podLag delay every DaemonSet, or pod, watch event by that
 	// much (lagWatches).
 	daemonSetLag, podLag time.Duration
+	// limiter and writers are the controller's RateLimiter and PodWriters.
+	limiter flowcontrol.RateLimiter
+	writers int
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -83,7 +89,8 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	if opts.answerProbe {
 		go answerProbes(ctx, client)
 	}
-	ctrl, err := New(ctx, client, factory, Options{Mode: opts.mode, ProbeTimeout: opts.probe, BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, SyncBatchPeriod: opts.batch})
+	ctrl, err := New(ctx, client, factory, Options{Mode: opts.mode, ProbeTimeout: opts.probe, BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, MaxStatusHold: opts.statusHold, SyncBatchPeriod: opts.batch,
+		RateLimiter: opts.limiter, PodWriters: opts.writers})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -127,6 +134,10 @@ func (h *harness) step() {
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
+		if pod.Status.Phase == v1.PodRunning && pod.DeletionTimestamp == nil {
+			h.restartChangedContainers(pod)
+			continue
+		}
 		if pod.Status.Phase != v1.PodPending || pod.DeletionTimestamp != nil {
 			continue
 		}
@@ -149,12 +160,46 @@ func (h *harness) step() {
 			ready = v1.ConditionFalse
 		}
 		pod.Status.Phase = v1.PodRunning
+		pod.Status.ContainerStatuses = containerStatuses(pod, now)
 		pod.Status.Conditions = []v1.PodCondition{
 			{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
 			{Type: v1.PodReady, Status: ready, LastTransitionTime: now},
 		}
 		_, _ = h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, pod, metav1.UpdateOptions{})
 	}
+}
+
+// containerStatuses reports every container of a pod started at now, running the
+// image its spec names, or restarted once more when that image changed since.
+func containerStatuses(pod *v1.Pod, now metav1.Time) []v1.ContainerStatus {
+	var out []v1.ContainerStatus
+	for _, c := range pod.Spec.Containers {
+		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}}}
+		for _, prev := range pod.Status.ContainerStatuses {
+			if prev.Name == c.Name {
+				cs.RestartCount = prev.RestartCount
+				if prev.Image == c.Image {
+					cs.State = prev.State
+				} else {
+					cs.RestartCount++
+				}
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+// restartChangedContainers plays the kubelet's answer to a running pod's image
+// change, updated in place: the container restarts with the new image, at once.
+func (h *harness) restartChangedContainers(pod *v1.Pod) {
+	next := containerStatuses(pod, metav1.Now())
+	if equality.Semantic.DeepEqual(next, pod.Status.ContainerStatuses) {
+		return
+	}
+	pod.Status.ContainerStatuses = next
+	_, _ = h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, pod, metav1.UpdateOptions{})
 }
 
 // waitFor steps the simulation every pollInterval until cond holds, and fails the test
@@ -192,10 +237,19 @@ func (h *harness) holdsFor(d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// prependReactor puts fn first in the fake API's chain for verb and resource. It
+// holds the fake's lock meanwhile: the controller may be calling the API, and the
+// fake reads its chain under that lock.
+func (h *harness) prependReactor(verb, resource string, fn clienttesting.ReactionFunc) {
+	h.client.Lock()
+	defer h.client.Unlock()
+	h.client.PrependReactor(verb, resource, fn)
+}
+
 // countStatusWrites counts the DaemonSet status writes from now on.
 func (h *harness) countStatusWrites() *atomic.Int32 {
 	var writes atomic.Int32
-	h.client.PrependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.prependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" {
 			writes.Add(1)
 		}

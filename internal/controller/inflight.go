@@ -34,7 +34,22 @@ type inflight struct {
 type dsInflight struct {
 	creates map[string]time.Time    // node -> when the create stops being waited for
 	deletes map[types.UID]time.Time // pod UID -> when the delete stops being waited for
+	updates map[types.UID]inflightUpdate
+	// refused are pods whose in-place update the API server rejected, until when:
+	// they are replaced instead.
+	refused map[types.UID]time.Time
 }
+
+// inflightUpdate is an in-place update of a pod to the revision hash, waited for
+// until until.
+type inflightUpdate struct {
+	hash  string
+	until time.Time
+}
+
+// queuedWrite is the expiry of a write that waits in the writeQueue: it is waited for
+// until it is sent (see sendingCreate) or taken back.
+var queuedWrite time.Time
 
 func newInflight(c clock.PassiveClock) *inflight {
 	return &inflight{clock: c, byDS: map[string]*dsInflight{}}
@@ -43,16 +58,35 @@ func newInflight(c clock.PassiveClock) *inflight {
 func (f *inflight) entry(key string) *dsInflight {
 	e := f.byDS[key]
 	if e == nil {
-		e = &dsInflight{creates: map[string]time.Time{}, deletes: map[types.UID]time.Time{}}
+		e = &dsInflight{creates: map[string]time.Time{}, deletes: map[types.UID]time.Time{},
+			updates: map[types.UID]inflightUpdate{}, refused: map[types.UID]time.Time{}}
 		f.byDS[key] = e
 	}
 	return e
 }
 
+// expectCreate records a create queued for node.
 func (f *inflight) expectCreate(key, node string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.entry(key).creates[node] = f.clock.Now().Add(inflightTTL)
+	f.entry(key).creates[node] = queuedWrite
+}
+
+// sendingCreate starts the inflightTTL of a queued create about to be sent, and
+// reports whether it is still expected: false when the cache has shown a pod for
+// its node meanwhile, or its DaemonSet was forgotten.
+func (f *inflight) sendingCreate(key, node string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.byDS[key]
+	if e == nil {
+		return false
+	}
+	if _, ok := e.creates[node]; !ok {
+		return false
+	}
+	e.creates[node] = f.clock.Now().Add(inflightTTL)
+	return true
 }
 
 // createDone forgets a create: it was observed, or it failed.
@@ -64,10 +98,26 @@ func (f *inflight) createDone(key, node string) {
 	}
 }
 
+// expectDelete records a delete queued for the pod with uid.
 func (f *inflight) expectDelete(key string, uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.entry(key).deletes[uid] = f.clock.Now().Add(inflightTTL)
+	f.entry(key).deletes[uid] = queuedWrite
+}
+
+// sendingDelete is sendingCreate for a delete.
+func (f *inflight) sendingDelete(key string, uid types.UID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.byDS[key]
+	if e == nil {
+		return false
+	}
+	if _, ok := e.deletes[uid]; !ok {
+		return false
+	}
+	e.deletes[uid] = f.clock.Now().Add(inflightTTL)
+	return true
 }
 
 // createUnknown keeps a create whose outcome is unknown outstanding, for at most
@@ -94,8 +144,9 @@ func (f *inflight) deleteUnknown(key string, uid types.UID) {
 	}
 }
 
+// minTime is the earlier of two expiries, where a queued write's never comes.
 func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
+	if a.IsZero() || b.Before(a) {
 		return b
 	}
 	return a
@@ -128,7 +179,7 @@ func (f *inflight) view(key string) daemon.InFlight {
 	now := f.clock.Now()
 	var out daemon.InFlight
 	for node, until := range e.creates {
-		if now.After(until) {
+		if !until.IsZero() && now.After(until) {
 			delete(e.creates, node)
 			continue
 		}
@@ -138,7 +189,7 @@ func (f *inflight) view(key string) daemon.InFlight {
 		out.Creates[node] = true
 	}
 	for uid, until := range e.deletes {
-		if now.After(until) {
+		if !until.IsZero() && now.After(until) {
 			delete(e.deletes, uid)
 			continue
 		}
@@ -146,6 +197,16 @@ func (f *inflight) view(key string) daemon.InFlight {
 			out.Deletes = make(map[types.UID]bool, len(e.deletes))
 		}
 		out.Deletes[uid] = true
+	}
+	for uid, u := range e.updates {
+		if now.After(u.until) {
+			delete(e.updates, uid)
+			continue
+		}
+		if out.Updates == nil {
+			out.Updates = make(map[types.UID]bool, len(e.updates))
+		}
+		out.Updates[uid] = true
 	}
 	return out
 }

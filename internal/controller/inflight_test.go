@@ -57,8 +57,16 @@ func TestInflight_UnobservedWritesExpireAfterTTL(t *testing.T) {
 	f := newInflight(clock)
 	f.expectCreate("ns/a", "node-0")
 	f.expectDelete("ns/a", "pod-1")
+	f.expectCreate("ns/a", "node-1")
+	clock.Step(2 * inflightTTL) // queued writes wait as long as they are queued
+	if v := f.view("ns/a"); len(v.Creates) != 2 || len(v.Deletes) != 1 {
+		t.Fatalf("queued for twice the TTL: view = %+v, want every write outstanding", v)
+	}
+	if !f.sendingCreate("ns/a", "node-0") || !f.sendingDelete("ns/a", "pod-1") {
+		t.Fatal("sending a queued write: not expected any more")
+	}
 	clock.Step(inflightTTL / 2)
-	f.expectCreate("ns/a", "node-1") // issued later: expires later
+	f.sendingCreate("ns/a", "node-1") // sent later: expires later
 	clock.Step(inflightTTL / 2)
 	if v := f.view("ns/a"); !v.Creates["node-0"] || !v.Deletes["pod-1"] {
 		t.Fatalf("at exactly the TTL: view = %+v, want the writes still outstanding", v)
@@ -74,6 +82,9 @@ func TestInflight_UnobservedWritesExpireAfterTTL(t *testing.T) {
 	clock.Step(inflightTTL)
 	if v := f.view("ns/a"); !v.Empty() {
 		t.Errorf("view = %+v, want every write expired", v)
+	}
+	if f.sendingCreate("ns/a", "node-0") || f.sendingDelete("ns/a", "pod-1") || f.sendingCreate("ns/b", "node-0") {
+		t.Error("sending a write no longer expected (expired, or never queued): want false")
 	}
 }
 

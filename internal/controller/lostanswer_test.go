@@ -27,7 +27,7 @@ func brokenStream(method, path string) error {
 // reached the API server (the request was).
 func (h *harness) loseCreateAnswers(n int32, carry bool) *atomic.Int32 {
 	var lost atomic.Int32
-	h.client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.prependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if lost.Load() >= n {
 			return false, nil, nil
 		}
@@ -79,7 +79,7 @@ func TestController_LostDeleteAnswerIsNotSentAgain(t *testing.T) {
 	ds := h.createDaemonSet(newDaemonSet("agent"))
 	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
 	var lost, sent atomic.Int32
-	h.client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.prependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		sent.Add(1)
 		if lost.Load() >= 2 {
 			return false, nil, nil

@@ -14,6 +14,7 @@ type Metrics struct {
 	syncDuration *prometheus.HistogramVec
 	podsCreated  *prometheus.CounterVec
 	podsDeleted  *prometheus.CounterVec
+	podsUpdated  *prometheus.CounterVec
 	failedPods   prometheus.Counter
 	decisions    *prometheus.CounterVec
 	desired      *prometheus.GaugeVec
@@ -23,6 +24,7 @@ type Metrics struct {
 	waiting      *prometheus.GaugeVec
 	leading      prometheus.Gauge
 	queueDepth   func() int
+	podWrites    func() int
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -53,6 +55,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		podsDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "everynode_pods_deleted_total",
 			Help: "Daemon pods deleted, by why they were deleted.",
+		}, []string{"reason"}),
+		podsUpdated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "everynode_pods_updated_in_place_total",
+			Help: "Daemon pods updated in place to a new revision (rollout.everynode.dev/in-place), by why.",
 		}, []string{"reason"}),
 		failedPods: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "everynode_failed_pods_total",
@@ -88,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	m.reg = reg
-	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.failedPods, m.decisions, m.desired, m.updated, m.available,
+	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.podsUpdated, m.failedPods, m.decisions, m.desired, m.updated, m.available,
 		m.progressing, m.waiting, m.leading,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "everynode_workqueue_depth",
@@ -98,6 +104,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				return 0
 			}
 			return float64(m.queueDepth())
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "everynode_pod_writes_queued",
+			Help: "Pod creates and deletes decided and waiting to be sent, across DaemonSets.",
+		}, func() float64 {
+			if m.podWrites == nil {
+				return 0
+			}
+			return float64(m.podWrites())
 		}))
 	return m
 }

@@ -49,7 +49,7 @@ func (h *harness) waitMarkedAvailable(ds *apps.DaemonSet, hash string) {
 // before the patch is served.
 func (h *harness) countTemplatePatches(before func(n int32)) *atomic.Int32 {
 	var n atomic.Int32
-	h.client.PrependReactor("patch", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.prependReactor("patch", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "" {
 			count := n.Add(1)
 			if before != nil {

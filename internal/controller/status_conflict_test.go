@@ -17,7 +17,7 @@ import (
 func TestController_LostStatusAnswerCostsOneConflict(t *testing.T) {
 	h := newHarness(t, harnessOptions{daemonSetLag: 2 * time.Second})
 	var lost, conflicts atomic.Int32
-	h.client.PrependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.prependReactor("update", "daemonsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			return false, nil, nil
 		}

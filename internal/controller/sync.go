@@ -32,6 +32,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if apierrors.IsNotFound(err) {
 		logger.V(3).Info("DaemonSet is gone")
 		c.inflight.forget(key)
+		c.writes.forget(key)
 		c.batch.forget(key)
 		c.backoff.forget(key)
 		c.metrics.forget(namespace, name)
@@ -48,6 +49,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	ds = c.written.freshest(key, ds)
 	if w, ok := c.foreign.contestedBy(key); ok {
+		c.withdrawWrites(key)
 		return 0, c.standDown(ctx, ds, key, w)
 	}
 
@@ -55,6 +57,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if companion && !daemon.CompanionManages(ds) {
 		logger.V(5).Info("Not a DaemonSet companion mode manages: the cluster's own controller rolls it out")
 		c.inflight.forget(key)
+		c.writes.forget(key)
 		return 0, nil
 	}
 	snap, err := c.snapshot(ds, key)
@@ -62,7 +65,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	var plan daemon.Plan
-	incremental := false
+	incremental, looked := false, 0
 	if companion {
 		plan = daemon.DecideUpdate(snap)
 	} else {
@@ -71,6 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		plan, memo = daemon.DecideWith(snap, prev)
 		c.memos.set(key, memo)
 		incremental = prev != nil && memo == prev
+		looked = memo.Looked() // 0 for a new memo or none
 	}
 	c.metrics.observeDecision(incremental)
 	start := c.clock.Now()
@@ -80,8 +84,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		level = 2
 	}
 	logger.V(level).Info("Synced DaemonSet",
-		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash, "incremental", incremental,
-		"creates", len(plan.Creates), "deletes", len(plan.Deletes),
+		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash, "incremental", incremental, "nodesLooked", looked,
+		"creates", len(plan.Creates), "deletes", len(plan.Deletes), "updatesInPlace", len(plan.Updates),
 		"statusWritten", plan.Status != nil || plan.Progressing != nil, "requeueAfter", plan.RequeueAfter,
 		"applyTime", c.clock.Since(start), "err", err)
 	return plan.RequeueAfter, err
@@ -93,7 +97,11 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 	// after the cache shows it, so every write missing from this view is in the
 	// lists below. Read the other way round, a pod added in between would be in
 	// neither, and its node would get a second one.
-	inflight := c.inflight.view(key)
+	//
+	// The creates still queued that the Plan replaces are read first of all, and
+	// decided as if not in flight (writeQueue.queued).
+	queued := c.writes.queued(key)
+	inflight, refused := withoutQueued(c.inflight.view(key), queued), c.inflight.refusedUpdates(key)
 	nodes, err := c.nodes.list()
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes from cache: %w", err)
@@ -119,16 +127,25 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)
 	}
 	return &daemon.Snapshot{
-		DaemonSet:   ds,
-		Nodes:       nodes,
-		Pods:        pods,
-		Revisions:   revisions,
-		InFlight:    inflight,
-		Backoff:     c.backoff.view(key, ds.Generation),
-		Failures:    c.backoff.failures(key, ds.Generation),
-		Now:         c.clock.Now(),
-		MaxCreates:  c.opts.BurstReplicas,
-		MaxDeletes:  c.opts.BurstReplicas,
-		Eligibility: c.elig.get(ds),
+		DaemonSet:      ds,
+		Nodes:          nodes,
+		Pods:           pods,
+		Revisions:      revisions,
+		InFlight:       inflight,
+		InPlaceRefused: refused,
+		Backoff:        c.backoff.view(key, ds.Generation),
+		Failures:       c.backoff.failures(key, ds.Generation),
+		Now:            c.clock.Now(),
+		MaxCreates:     c.opts.BurstReplicas,
+		MaxDeletes:     c.opts.BurstReplicas,
+		Eligibility:    c.elig.get(ds),
 	}, nil
+}
+
+// withoutQueued is f without the creates still queued.
+func withoutQueued(f daemon.InFlight, queued []*podWrite) daemon.InFlight {
+	for _, w := range queued {
+		delete(f.Creates, w.node)
+	}
+	return f
 }

@@ -46,6 +46,7 @@ func TestSync_StatusBuildsOnOwnWriteWhileCacheLags(t *testing.T) {
 	if _, err := c.sync(ctx, key); err != nil {
 		t.Fatal(err)
 	}
+	flushWrites(ctx, c)
 	pods, err := client.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("after the first sync: pods %v, err %v; want one", len(pods.Items), err)

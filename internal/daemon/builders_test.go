@@ -274,6 +274,15 @@ func deletedNames(p Plan) []string {
 	return out
 }
 
+// updatedNames lists the names of the pods a plan updates in place, in plan order.
+func updatedNames(p Plan) []string {
+	var out []string
+	for _, u := range p.Updates {
+		out = append(out, u.Pod.Name)
+	}
+	return out
+}
+
 func eventReasons(p Plan) []string {
 	var out []string
 	for _, e := range p.Events {

@@ -200,6 +200,10 @@ func finishPodChanges(s *Snapshot, p *Plan) {
 	slices.SortStableFunc(p.Creates, func(a, b PodCreate) int { return cmp.Compare(a.Node, b.Node) })
 	slices.SortStableFunc(p.Deletes, func(a, b PodDelete) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
 	p.Deletes = slices.CompactFunc(p.Deletes, func(a, b PodDelete) bool { return a.Pod == b.Pod })
+	slices.SortStableFunc(p.Updates, func(a, b PodUpdate) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
+	if s.MaxDeletes > 0 && len(p.Updates) > s.MaxDeletes {
+		p.Updates = p.Updates[:s.MaxDeletes]
+	}
 	if s.MaxCreates > 0 && len(p.Creates) > s.MaxCreates {
 		p.Creates = p.Creates[:s.MaxCreates]
 	}

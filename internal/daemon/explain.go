@@ -107,6 +107,10 @@ func Explain(s *Snapshot) Report {
 		node, _ := TargetNode(d.Pod)
 		next[node] = append(next[node], fmt.Sprintf("delete pod %s (%s)", d.Pod.Name, d.Reason))
 	}
+	for _, u := range p.Updates {
+		node, _ := TargetNode(u.Pod)
+		next[node] = append(next[node], fmt.Sprintf("update pod %s in place (%s)", u.Pod.Name, u.Reason))
+	}
 	for _, n := range v.nodes {
 		if companion && n.node != nil && n.verdict.Run && !v.hasLivePod(n) {
 			next[n.name] = append(next[n.name], "wait for the DaemonSet controller that places pods to create one")
@@ -138,6 +142,8 @@ func (n NodeReport) WaitMessage() string {
 		return "its turn: maxUnavailable/maxSurge is used up by other nodes"
 	case ReasonNewPodUnavailable:
 		return "its new pod to become available"
+	case ReasonInPlaceUpdating:
+		return "its pod, updated in place, to restart with the new images (or report its new CPU and memory) and become available"
 	case ReasonPaused:
 		return "the rollout is paused (" + AnnotationPaused + ")"
 	case ReasonPartitionHeld:

@@ -29,9 +29,15 @@ const maxWaitMessage = 200
 
 // containerFailure finds the first container of the pod, init containers first,
 // that is failing, and says how: "" when none is.
-func containerFailure(pod *v1.Pod) (container, how string) {
+// The status of a container that an in-place update restarts is the old image's
+// until the kubelet acts on the change: it is left out until then.
+func (v *view) containerFailure(pod *v1.Pod) (container, how string) {
+	rec, inPlace := v.inPlaceOf(pod)
 	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range list {
+			if inPlace && rec.stale(&cs) {
+				continue
+			}
 			if how := failingState(cs); how != "" {
 				return cs.Name, how
 			}

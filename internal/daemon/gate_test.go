@@ -112,6 +112,7 @@ type rolloutRow struct {
 	setup   func(ds *apps.DaemonSet, s *Snapshot)
 	creates []string
 	deletes []string
+	updates []string // pods updated in place, by name
 	// stable maps the nodes whose create uses an older revision's template to that
 	// revision's hash; every other create uses the current template.
 	stable map[string]string
@@ -144,6 +145,9 @@ func runRolloutRows(t *testing.T, rows []rolloutRow) {
 			}
 			if got := deletedNames(p); !slices.Equal(got, tt.deletes) {
 				t.Errorf("deletes %v, want %v", got, tt.deletes)
+			}
+			if got := updatedNames(p); !slices.Equal(got, tt.updates) {
+				t.Errorf("updates in place %v, want %v", got, tt.updates)
 			}
 			for _, c := range p.Creates {
 				got := ""

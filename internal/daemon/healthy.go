@@ -15,7 +15,7 @@ import (
 // healthy reports whether a pod has passed the bake at the view's time (any
 // available pod when there is no bake).
 func (v *view) healthy(pod *v1.Pod) bool {
-	if !v.available(pod) {
+	if !v.available(pod) || v.inPlacePending(pod) {
 		return false
 	}
 	if v.minHealthy <= 0 {

@@ -48,6 +48,17 @@ type Memo struct {
 	// unavailable counts the entries whose pod, of the current revision, is not
 	// available: on a settled RollingUpdate those nodes wait for it.
 	unavailable int
+	// looked is how many nodes the last decision from the memo looked at again.
+	looked int
+}
+
+// Looked is how many nodes the last decision from m looked at again (changed,
+// pending or with a create in flight); the others were taken as they were.
+func (m *Memo) Looked() int {
+	if m == nil {
+		return 0
+	}
+	return m.looked
 }
 
 type memoNode struct {
@@ -202,6 +213,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	if !ok {
 		return Plan{}, false
 	}
+	m.looked = len(changed)
 	v := &view{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
 	v.gen, v.hasGen = templateGeneration(ds.Annotations)
 	p := Plan{Hash: m.hash}

@@ -362,3 +362,41 @@ func mustDecideWith(t *testing.T, s *Snapshot, m *Memo) Plan {
 	p, _ := DecideWith(s, m)
 	return p
 }
+
+// Looked counts the nodes a decision from the memo looked at again: none on a
+// settled DaemonSet with nothing new, one when one node's object is new, and the
+// node whose pod was created meanwhile.
+func TestMemoLooked(t *testing.T) {
+	ds := newDS("agent")
+	ns := nodes("a", "b", "c", "d")
+	s := snap(ds, ns)
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := hashOf(ds)
+	s.Revisions = []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)}
+	for i, n := range ns[:3] {
+		s.Pods = append(s.Pods, newPod(ds, fmt.Sprintf("agent-%d", i), n.Name, readySince(t0.Add(-time.Hour))))
+	}
+	p, m := DecideWith(s, nil)
+	if m == nil || len(p.Creates) != 1 {
+		t.Fatalf("first decision: memo %v, creates %v; want a memo and d's create", m != nil, p.Creates)
+	}
+	s.Pods = append(s.Pods, newPod(ds, "agent-3", "d", readySince(t0.Add(-time.Hour))))
+	_, next := DecideWith(s, m)
+	if next != m || m.Looked() != 1 {
+		t.Fatalf("after d's pod came: memo kept %v, looked at %d nodes; want kept, 1", next == m, m.Looked())
+	}
+	if _, next = DecideWith(s, m); next != m || m.Looked() != 0 {
+		t.Errorf("with nothing new: memo kept %v, looked at %d nodes; want kept, 0", next == m, m.Looked())
+	}
+	s.Nodes = slices.Clone(s.Nodes)
+	s.Nodes[1] = s.Nodes[1].DeepCopy()
+	if _, next = DecideWith(s, m); next != m || m.Looked() != 1 {
+		t.Errorf("with b's node object new: memo kept %v, looked at %d nodes; want kept, 1", next == m, m.Looked())
+	}
+	if (*Memo)(nil).Looked() != 0 {
+		t.Error("no memo looked at nodes")
+	}
+}

@@ -29,6 +29,9 @@ type Snapshot struct {
 	Failures map[string]int
 	// Now is the time the decision is made at.
 	Now time.Time
+	// InPlaceRefused are pods whose in-place update the API server rejected: they are
+	// replaced instead.
+	InPlaceRefused map[types.UID]bool
 	// MaxCreates and MaxDeletes cap the pod creates and deletes of one Plan; zero
 	// means no cap.
 	MaxCreates, MaxDeletes int
@@ -43,10 +46,14 @@ type InFlight struct {
 	Creates map[string]bool
 	// Deletes holds the UIDs of pods deleted but still seen.
 	Deletes map[types.UID]bool
+	// Updates holds the UIDs of pods updated in place but still seen as before.
+	Updates map[types.UID]bool
 }
 
 // Empty reports whether no write is outstanding.
-func (f InFlight) Empty() bool { return len(f.Creates) == 0 && len(f.Deletes) == 0 }
+func (f InFlight) Empty() bool {
+	return len(f.Creates) == 0 && len(f.Deletes) == 0 && len(f.Updates) == 0
+}
 
 // Plan is what the controller must do for one DaemonSet, in the order the fields are
 // listed. A zero Plan does nothing.
@@ -76,6 +83,9 @@ type Plan struct {
 	// Deletes and Creates are the pod changes, in a deterministic order.
 	Deletes []PodDelete
 	Creates []PodCreate
+	// Updates are old pods to change in place into pods of the current revision
+	// (rollout.everynode.dev/in-place), in a deterministic order.
+	Updates []PodUpdate
 	// FailedPodNodes are the nodes whose failed pods are deleted in this Plan: their
 	// backoff grows.
 	FailedPodNodes []string
@@ -158,6 +168,10 @@ const (
 	EventFailedCreate       = "FailedCreate"
 	EventSuccessfulDelete   = "SuccessfulDelete"
 	EventFailedDelete       = "FailedDelete"
+	// EventInPlaceUpdate and EventFailedInPlaceUpdate are everynode's: a pod updated
+	// in place (inplace.go), or not.
+	EventInPlaceUpdate       = "SuccessfulInPlaceUpdate"
+	EventFailedInPlaceUpdate = "FailedInPlaceUpdate"
 	// EventInvalidSpec is everynode's: a spec value the controller cannot act on.
 	EventInvalidSpec = "InvalidSpec"
 )
@@ -172,7 +186,7 @@ func (p *Plan) requeueWithin(d time.Duration) {
 func (p *Plan) Writes() int {
 	n := len(p.Adopt) + len(p.Release) + len(p.AdoptRevisions) + len(p.ReleaseRevisions) +
 		len(p.LabelRevisions) + len(p.Relabel) + len(p.DedupRevisions) +
-		len(p.Deletes) + len(p.Creates) + len(p.PruneRevisions) + len(p.MarkRevisions)
+		len(p.Deletes) + len(p.Creates) + len(p.Updates) + len(p.PruneRevisions) + len(p.MarkRevisions)
 	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil, p.Progressing != nil, p.Rollback != nil} {
 		if w {
 			n++

@@ -97,6 +97,9 @@ type Policy struct {
 	// SurgeDeleteFirst: a node whose surge pod cannot be scheduled for a host port
 	// its old pod holds is replaced old pod first (see hostport.go).
 	SurgeDeleteFirst bool
+	// InPlace: old pods whose revision differs only in images and added tolerations
+	// are updated in place (see inplace.go).
+	InPlace bool
 	// Problems are the annotations that could not be parsed: while there is one, the
 	// rollout holds.
 	Problems []string
@@ -213,6 +216,12 @@ func (p *Policy) parse(key, val string) error {
 			return fmt.Errorf("want %q (the only fallback)", SurgeDeleteFirst)
 		}
 		p.SurgeDeleteFirst = true
+	case AnnotationInPlace:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return fmt.Errorf(`want "true" or "false"`)
+		}
+		p.InPlace = b
 	case AnnotationMaxUnavailable:
 		v := intstr.Parse(val)
 		if err := validMaxUnavailable(v); err != nil {

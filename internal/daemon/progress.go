@@ -8,7 +8,6 @@ import (
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/json"
 )
 
 // Reasons a rollout fails.
@@ -116,11 +115,11 @@ func (v *view) failure(pol *Policy, since time.Time) (Reason, string, time.Durat
 				continue
 			}
 			if pol.MaxRestarts >= 0 {
-				if restarts := restartCount(pod); int64(restarts) > pol.MaxRestarts {
+				if restarts := v.podRestarts(pod); int64(restarts) > pol.MaxRestarts {
 					return ReasonRestartLimitExceeded, fmt.Sprintf("pod %s on node %s restarted %d times, more than max-restarts %d",
 						pod.Name, n.name, restarts, pol.MaxRestarts), 0
 				}
-				if container, how := containerFailure(pod); container != "" {
+				if container, how := v.containerFailure(pod); container != "" {
 					return ReasonContainerFailing, fmt.Sprintf("pod %s on node %s: container %s %s", pod.Name, n.name, container, how), 0
 				}
 			}
@@ -128,8 +127,8 @@ func (v *view) failure(pol *Policy, since time.Time) (Reason, string, time.Durat
 				if at := v.healthyAt(pod); at.After(lastAvailable) {
 					lastAvailable = at
 				}
-			} else if waiting == nil || pod.CreationTimestamp.Time.Before(firstWaiting) {
-				waiting, waitingOn, firstWaiting = pod, n.name, pod.CreationTimestamp.Time
+			} else if since := v.waitingSince(pod); waiting == nil || since.Before(firstWaiting) {
+				waiting, waitingOn, firstWaiting = pod, n.name, since
 			}
 		}
 	}
@@ -245,15 +244,11 @@ func stableTemplate(ds *apps.DaemonSet, old []*apps.ControllerRevision, claimed 
 		if !running[hash] {
 			continue
 		}
-		var data struct {
-			Spec struct {
-				Template v1.PodTemplateSpec `json:"template"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(old[i].Data.Raw, &data); err != nil {
+		t, err := revisionTemplate(old[i])
+		if err != nil {
 			return nil
 		}
-		return podTemplate(&data.Spec.Template, ds.Annotations, hash, false)
+		return podTemplate(t, ds.Annotations, hash, false)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (v *view) podsOnNode(n *nodeState) (cur, old *podAvail, ok bool) {
 				return nil, nil, false
 			}
 			cur = &n.picked[0]
-			*cur = podAvail{pod: pod, available: v.available(pod), healthy: v.healthy(pod)}
+			*cur = podAvail{pod: pod, available: v.available(pod) && !v.inPlacePending(pod), healthy: v.healthy(pod)}
 		} else {
 			if old != nil {
 				return nil, nil, false
@@ -121,7 +121,7 @@ func (v *view) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 	}
 	v.updateInOrder(broken, candidates, max(maxUnavailable-unavailable, 0), g, func(n *nodeState) {
 		_, old, _ := v.podsOnNode(n)
-		p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonUpdate})
+		v.replaceOld(old.pod, p)
 	})
 }
 
@@ -248,7 +248,11 @@ func (v *view) waitForNewPod(n *nodeState, cur *podAvail, p *Plan) {
 		p.requeueWithin(until.Sub(v.now) + time.Millisecond)
 		return
 	}
-	if n.wait != ReasonFailedPodBackoff {
+	switch {
+	case n.wait == ReasonFailedPodBackoff:
+	case v.inPlacePending(cur.pod):
+		n.wait = ReasonInPlaceUpdating
+	default:
 		n.wait = ReasonNewPodUnavailable
 	}
 }

@@ -12,9 +12,10 @@ import (
 //   - A pod controlled by something other than a DaemonSet (a ReplicaSet, a Job, a
 //     node for a static pod) can never be adopted: only what proves that is kept —
 //     its identity, its controller reference, its deletion.
-//   - Any other pod keeps what Decide reads: labels, owners, the annotation it
-//     records failures in, creation and deletion; the node it is bound or pinned to,
-//     its host ports; its phase, conditions and container states.
+//   - Any other pod keeps what Decide reads: labels, owners, the annotations it
+//     records failures and in-place updates in, creation and deletion; the node it
+//     is bound or pinned to, its host ports; its phase, conditions and container
+//     states.
 //
 // Decide gives the same Plan for slim pods as for whole ones (a property test
 // holds it to that). The slim pod is a new object; pod is not changed.
@@ -29,8 +30,14 @@ func SlimPod(pod *v1.Pod) *v1.Pod {
 	}
 	meta.Labels = pod.Labels
 	meta.OwnerReferences = pod.OwnerReferences
-	if v, ok := pod.Annotations[AnnotationFailedBefore]; ok {
-		meta.Annotations = map[string]string{AnnotationFailedBefore: v}
+	_, inPlace := pod.Annotations[AnnotationInPlaceUpdate]
+	for _, key := range []string{AnnotationFailedBefore, AnnotationInPlaceUpdate} {
+		if v, ok := pod.Annotations[key]; ok {
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[key] = v
+		}
 	}
 	slim := &v1.Pod{ObjectMeta: meta}
 	slim.Spec.NodeName = pod.Spec.NodeName
@@ -43,8 +50,8 @@ func SlimPod(pod *v1.Pod) *v1.Pod {
 	slim.Status = v1.PodStatus{
 		Phase:                 pod.Status.Phase,
 		Conditions:            slimConditions(pod.Status.Conditions),
-		InitContainerStatuses: slimStatuses(pod.Status.InitContainerStatuses),
-		ContainerStatuses:     slimStatuses(pod.Status.ContainerStatuses),
+		InitContainerStatuses: slimStatuses(pod.Status.InitContainerStatuses, inPlace),
+		ContainerStatuses:     slimStatuses(pod.Status.ContainerStatuses, inPlace),
 	}
 	return slim
 }
@@ -82,8 +89,9 @@ func slimConditions(conds []v1.PodCondition) []v1.PodCondition {
 }
 
 // slimStatuses keeps of each container status its name, restarts and states,
-// whose reasons and times Decide reads (failing containers, the bake).
-func slimStatuses(ss []v1.ContainerStatus) []v1.ContainerStatus {
+// whose reasons and times Decide reads (failing containers, the bake), and, of a
+// pod updated in place (withImage), the image and resources it reports.
+func slimStatuses(ss []v1.ContainerStatus, withImage bool) []v1.ContainerStatus {
 	if len(ss) == 0 {
 		return nil
 	}
@@ -91,6 +99,9 @@ func slimStatuses(ss []v1.ContainerStatus) []v1.ContainerStatus {
 	for i, s := range ss {
 		out[i] = v1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount, Ready: s.Ready,
 			State: slimState(s.State), LastTerminationState: slimState(s.LastTerminationState)}
+		if withImage {
+			out[i].Image, out[i].Resources = s.Image, s.Resources
+		}
 	}
 	return out
 }

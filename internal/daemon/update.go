@@ -63,6 +63,7 @@ func (p *Policy) checkStrategy(ds *apps.DaemonSet, companion bool) {
 		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s=%s cannot work in companion mode: kube-controller-manager's DaemonSet controller gives every new node the current template; remove it",
 			AnnotationNewNodes, NewNodesStable))
 	}
+	p.checkInPlace(ds, companion)
 }
 
 // update runs the update stage: the budget, the rollout policy's gate, the old pods
@@ -76,6 +77,9 @@ func (v *view) update(pol *Policy, revs revisions, c counts, p *Plan) (*apps.Dae
 	if err != nil {
 		*p = invalid(*p, err.Error())
 		return nil, false
+	}
+	if pol.InPlace {
+		v.inPlace = newInPlace(revs.old, v.inPlaceRefused)
 	}
 	r := v.assess(pol, revs.current, revs.old, rolloutSince(v.ds, v.now), desired)
 	r.unsaved = revs.unsaved

@@ -6,6 +6,7 @@ import (
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // nodeState is one node as the rules see it: its verdict and the DaemonSet's pods
@@ -58,6 +59,10 @@ type view struct {
 	// portBlocked are the nodes whose surge pods wait for host ports their old pods
 	// hold (see hostport.go), found by the rollout.
 	portBlocked []portBlock
+	// inPlace, when set, lets the update change old pods in place (inplace.go).
+	inPlace        *inPlace
+	inPlaceRefused map[types.UID]bool // Snapshot.InPlaceRefused
+	records        map[types.UID]decodedRecord
 
 	// What a Memo needs to repeat the per-node rules (see newMemo).
 	elig     *Eligibility
@@ -94,7 +99,8 @@ func (v *view) available(pod *v1.Pod) bool {
 // newView groups the claimed pods by their target node. Pods pinned to no node are
 // left out: nothing can be decided about them.
 func newView(s *Snapshot, elig *Eligibility, hash string, claimed []*v1.Pod) *view {
-	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight, failures: s.Failures, elig: elig, claimed: len(claimed)}
+	v := &view{ds: s.DaemonSet, hash: hash, now: s.Now, inflight: s.InFlight, failures: s.Failures, elig: elig, claimed: len(claimed),
+		inPlaceRefused: s.InPlaceRefused}
 	v.gen, v.hasGen = templateGeneration(s.DaemonSet.Annotations)
 	states := make([]nodeState, len(s.Nodes))
 	byName := make(map[string]*nodeState, len(s.Nodes))

@@ -81,8 +81,8 @@ func (c Cluster) clientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
 }
 
-// getDaemonSet reads a DaemonSet, with an error that says how to find the right one.
-func getDaemonSet(ctx context.Context, client kubernetes.Interface, ns, name string) (*apps.DaemonSet, error) {
+// GetDaemonSet reads a DaemonSet, with an error that says how to find the right one.
+func GetDaemonSet(ctx context.Context, client kubernetes.Interface, ns, name string) (*apps.DaemonSet, error) {
 	ds, err := client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, apiError(err, ns, name)

@@ -55,7 +55,7 @@ func Gather(ctx context.Context, client kubernetes.Interface, ds *apps.DaemonSet
 
 // Explain reads DaemonSet ns/name and what it depends on, and explains it.
 func Explain(ctx context.Context, client kubernetes.Interface, ns, name string, now time.Time) (*Explanation, error) {
-	ds, err := getDaemonSet(ctx, client, ns, name)
+	ds, err := GetDaemonSet(ctx, client, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +63,11 @@ func Explain(ctx context.Context, client kubernetes.Interface, ns, name string, 
 	if err != nil {
 		return nil, err
 	}
-	return explainSnapshot(s), nil
+	return ExplainSnapshot(s), nil
 }
 
-func explainSnapshot(s *daemon.Snapshot) *Explanation {
+// ExplainSnapshot explains a snapshot the caller gathered (from its caches, say).
+func ExplainSnapshot(s *daemon.Snapshot) *Explanation {
 	e := &Explanation{DaemonSet: s.DaemonSet, Report: daemon.Explain(s), Revisions: map[string]int64{}, Now: s.Now,
 		WaveKey: daemon.ParsePolicy(s.DaemonSet.Annotations).WaveKey}
 	for _, r := range s.Revisions {

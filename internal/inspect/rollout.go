@@ -21,7 +21,7 @@ import (
 
 // Pause sets the paused annotation: no node is updated until Resume.
 func Pause(ctx context.Context, client kubernetes.Interface, ns, name string) (string, error) {
-	ds, err := getDaemonSet(ctx, client, ns, name)
+	ds, err := GetDaemonSet(ctx, client, ns, name)
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +37,7 @@ func Pause(ctx context.Context, client kubernetes.Interface, ns, name string) (s
 // Resume removes the paused annotation and the failed mark of every revision the
 // DaemonSet controls, so that a rollout held by a failure is tried again.
 func Resume(ctx context.Context, client kubernetes.Interface, ns, name string) (string, error) {
-	ds, err := getDaemonSet(ctx, client, ns, name)
+	ds, err := GetDaemonSet(ctx, client, ns, name)
 	if err != nil {
 		return "", err
 	}
@@ -71,7 +71,7 @@ func Resume(ctx context.Context, client kubernetes.Interface, ns, name string) (
 // Promote removes the canary and partition annotations, so that the rollout goes on
 // to every node.
 func Promote(ctx context.Context, client kubernetes.Interface, ns, name string) (string, error) {
-	ds, err := getDaemonSet(ctx, client, ns, name)
+	ds, err := GetDaemonSet(ctx, client, ns, name)
 	if err != nil {
 		return "", err
 	}
@@ -95,7 +95,7 @@ func Promote(ctx context.Context, client kubernetes.Interface, ns, name string) 
 // Undo restores the template of revision toRevision (0: the one before the current),
 // exactly as `kubectl rollout undo` does.
 func Undo(ctx context.Context, client kubernetes.Interface, ns, name string, toRevision int64) (string, error) {
-	ds, err := getDaemonSet(ctx, client, ns, name)
+	ds, err := GetDaemonSet(ctx, client, ns, name)
 	if err != nil {
 		return "", err
 	}

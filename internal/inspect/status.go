@@ -147,7 +147,7 @@ func Status(ctx context.Context, client kubernetes.Interface, ns, name string, o
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	ds, err := getDaemonSet(ctx, client, ns, name)
+	ds, err := GetDaemonSet(ctx, client, ns, name)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,11 @@ const (
 	// pod that has not started a container when it is set — a node that cannot
 	// pull images, say.
 	AnnotationFail = "sim.everynode.dev/fail"
+
+	// AnnotationUnpullable on a Node: "image[,image...]", images the node cannot
+	// pull. A container given one waits in ErrImagePull, then ImagePullBackOff: a
+	// new pod's, or a running pod's whose image is changed to it in place.
+	AnnotationUnpullable = "sim.everynode.dev/unpullable"
 )
 
 // Names and values the simulator gives the objects it creates.

@@ -19,7 +19,15 @@ type podInput struct {
 	NodeReady bool
 	// StopDelay caps how long a pod being deleted lingers.
 	StopDelay time.Duration
+	// PullFails: the node cannot pull images, so a container given a new image in
+	// place never runs it (inplace.go).
+	PullFails bool
+	// Unpullable are images the node cannot pull (AnnotationUnpullable).
+	Unpullable map[string]bool
 }
+
+// cannotPull reports whether the node cannot pull image.
+func (in podInput) cannotPull(image string) bool { return in.PullFails || in.Unpullable[image] }
 
 // podDecision is what to do with a pod, and when to look at it again.
 type podDecision struct {
@@ -69,6 +77,9 @@ func decidePod(in podInput, now time.Time) podDecision {
 	}
 	status := buildStatus(in, stage, restarts, start, now)
 	d := podDecision{RequeueAfter: next}
+	if r := restartingUntil(&status, in.Behaviour.ReadyAfter, now); r > 0 && (d.RequeueAfter == 0 || r < d.RequeueAfter) {
+		d.RequeueAfter = r
+	}
 	if !apiequality.Semantic.DeepEqual(&status, &pod.Status) {
 		d.Status = &status
 	}

@@ -46,8 +46,14 @@ func (s *Simulator) syncPod(ctx context.Context, key string) (time.Duration, err
 		StopDelay: s.cfg.PodStopDelay,
 	}
 	in.NodeReady, _ = nodeReadyKnob(node)
-	if fs, err := nodeFailures(node); err == nil && len(fs) > 0 && !started(pod) {
-		in.Behaviour.Failures = append(slices.Clip(in.Behaviour.Failures), fs...)
+	if fs, err := nodeFailures(node); err == nil && len(fs) > 0 {
+		if !started(pod) {
+			in.Behaviour.Failures = append(slices.Clip(in.Behaviour.Failures), fs...)
+		}
+		in.PullFails = pullFailure(fs)
+	}
+	if in.Unpullable = unpullable(node); len(in.Unpullable) > 0 && !started(pod) {
+		in.Behaviour.Failures = append(slices.Clip(in.Behaviour.Failures), unpullableFailures(pod, in.Unpullable)...)
 	}
 	if pod.DeletionTimestamp == nil {
 		if in.HostIP == "" || (!pod.Spec.HostNetwork && node.Spec.PodCIDR == "" && pod.Status.PodIP == "") {

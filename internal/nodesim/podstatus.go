@@ -51,7 +51,7 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 	default:
 		st.Phase = v1.PodRunning
 	}
-	c := containerBuilder{uid: pod.UID, old: &pod.Status, now: stamp}
+	c := containerBuilder{uid: pod.UID, old: &pod.Status, now: stamp, clock: now}
 	stuck := beh.stuckInit(pod)
 	blocked := false // an earlier init container never started
 	st.InitContainerStatuses = st.InitContainerStatuses[:0]
@@ -66,6 +66,8 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 			reason := waitingReason(f, stage)
 			cs = c.status(ic, c.old.InitContainerStatuses, waitingFor(reason, waitingMessage(reason, ic)), 0)
 			blocked = true
+		case isSidecar(ic) && restarting(stage, previous(c.old.InitContainerStatuses, ic.Name), ic):
+			cs = c.restartForImage(ic, previous(c.old.InitContainerStatuses, ic.Name), beh.ReadyAfter, in.cannotPull(ic.Image))
 		case isSidecar(ic):
 			cs = c.sidecar(ic, stage)
 		default:
@@ -82,6 +84,8 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 		} else if f, ok := beh.failureOf(ac.Name, true); ok && f.waits() {
 			reason := waitingReason(f, stage)
 			cs = c.status(ac, c.old.ContainerStatuses, waitingFor(reason, waitingMessage(reason, ac)), 0)
+		} else if prev := previous(c.old.ContainerStatuses, ac.Name); restarting(stage, prev, ac) {
+			cs = c.restartForImage(ac, prev, beh.ReadyAfter, in.cannotPull(ac.Image))
 		} else {
 			cs = c.app(ac, stage, restarts, beh)
 		}
@@ -202,7 +206,9 @@ func waitingFor(reason, message string) containerRun {
 type containerBuilder struct {
 	uid types.UID
 	old *v1.PodStatus
-	now metav1.Time
+	now metav1.Time // the time written, to the second
+	// clock is the decision's time itself, for waits shorter than a second.
+	clock time.Time
 }
 
 // app is the status of an application container.
@@ -213,6 +219,9 @@ func (b containerBuilder) app(c *v1.Container, stage podStage, restarts int32, b
 	case stageCrashed, stageRunning:
 		if !beh.crashes(c.Name) {
 			stage, restarts = stageRunning, 0
+		}
+		if prev := previous(b.old.ContainerStatuses, c.Name); prev != nil {
+			restarts = max(restarts, prev.RestartCount) // restarts for a new image stay counted
 		}
 		run := containerRun{kind: "running", ready: !beh.NeverReady, reason: beh.crashReason()}
 		if stage == stageCrashed {
@@ -237,17 +246,16 @@ func (b containerBuilder) sidecar(c *v1.Container, stage podStage) v1.ContainerS
 	case stageEnded:
 		return b.status(c, b.old.InitContainerStatuses, exited(0), 0)
 	default:
-		return b.status(c, b.old.InitContainerStatuses, containerRun{kind: "running", ready: true}, 0)
+		var restarts int32
+		if prev := previous(b.old.InitContainerStatuses, c.Name); prev != nil {
+			restarts = prev.RestartCount // restarts for a new image stay counted
+		}
+		return b.status(c, b.old.InitContainerStatuses, containerRun{kind: "running", ready: true}, restarts)
 	}
 }
 
 func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run containerRun, restarts int32) v1.ContainerStatus {
-	var prev *v1.ContainerStatus
-	for i := range olds {
-		if olds[i].Name == c.Name {
-			prev = &olds[i]
-		}
-	}
+	prev := previous(olds, c.Name)
 	// startedAt is when the current run started: kept while it runs on.
 	startedAt := b.now
 	if prev != nil && prev.State.Running != nil && prev.RestartCount == restarts {
@@ -267,6 +275,7 @@ func (b containerBuilder) status(c *v1.Container, olds []v1.ContainerStatus, run
 	case "running":
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: startedAt}
 		cs.Started = ptr.To(true)
+		cs.Resources = runningResources(c)
 	case "crashed":
 		cs.ContainerID = containerID(b.uid, c.Name, restarts-1)
 		if restarts == 1 {

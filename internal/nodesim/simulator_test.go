@@ -406,6 +406,8 @@ func TestDeletingPodRemovedAfterStopDelay(t *testing.T) {
 func TestStatusConflictIsRetried(t *testing.T) {
 	h := startSimulator(t, testConfig(1))
 	var conflicts atomic.Int32
+	// The simulator is running: the fake reads its reactors under its lock.
+	h.client.Lock()
 	h.client.PrependReactor("update", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" && conflicts.Load() < 3 {
 			conflicts.Add(1)
@@ -413,6 +415,7 @@ func TestStatusConflictIsRetried(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	h.client.Unlock()
 	h.eventually("sim-node-0", func() bool { return h.node("sim-node-0") != nil })
 	h.createPod(boundPod("web", "sim-node-0", nil))
 	h.advanceUntil("pod Ready despite conflicts", 100*time.Millisecond, func() bool { return readyIs(h.pod("web"), true) })

@@ -23,17 +23,16 @@ type ports struct {
 func loadPorts(p paths) (ports, error) {
 	var pt ports
 	if data, err := os.ReadFile(p.state()); err == nil {
-		if err := json.Unmarshal(data, &pt); err == nil && pt.EtcdClient > 0 && pt.EtcdPeer > 0 {
+		// Equal ports never served (etcd cannot bind both), so new ones are safe.
+		if err := json.Unmarshal(data, &pt); err == nil && pt.EtcdClient > 0 && pt.EtcdPeer > 0 && pt.EtcdClient != pt.EtcdPeer {
 			return pt, nil
 		}
 	}
-	var err error
-	if pt.EtcdClient, err = component.FreePort(); err != nil {
+	free, err := component.FreePorts(2)
+	if err != nil {
 		return pt, err
 	}
-	if pt.EtcdPeer, err = component.FreePort(); err != nil {
-		return pt, err
-	}
+	pt.EtcdClient, pt.EtcdPeer = free[0], free[1]
 	data, _ := json.Marshal(pt)
 	return pt, writeSecret(p.state(), data)
 }

@@ -157,6 +157,7 @@ func runController(ctx context.Context, restCfg *rest.Config, mode string, worke
 	ctrl, err := controller.New(ctx, client, factory, controller.Options{
 		Mode:              mode,
 		MinStatusInterval: ctrlCfg.MinStatusInterval,
+		MaxStatusHold:     ctrlCfg.MaxStatusHold,
 		SyncBatchPeriod:   ctrlCfg.SyncBatchPeriod,
 		Metrics:           controller.NewMetrics(prometheus.NewRegistry()),
 	})

@@ -48,6 +48,10 @@ func TestNodeReadinessGatedOnTheCNIAgent(t *testing.T) {
 			}
 		}
 	})
+	// The taint is in the API server; give the controller's and the scheduler's
+	// caches a moment to show it too, or a pod decided on the untainted node
+	// registered a moment before could be created and bound.
+	time.Sleep(time.Second)
 	plain := createDaemonSet(t, daemonSet(ns, "plain", pool))
 	// everynode places no pod there (a pod created before its cache saw the taint
 	// is only never scheduled): none is bound while the node waits.

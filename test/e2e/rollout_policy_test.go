@@ -43,6 +43,7 @@ const (
 	annMaxUnavailable   = "rollout.everynode.dev/max-unavailable"
 	annMinHealthy       = "rollout.everynode.dev/min-healthy"
 	annSurgeFallback    = "rollout.everynode.dev/surge-fallback"
+	annInPlace          = "rollout.everynode.dev/in-place"
 	markFailed          = "rollout.everynode.dev/failed"
 	markAvailable       = "rollout.everynode.dev/available-at"
 )

@@ -1,0 +1,438 @@
+package controller
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+// podWrite is one pod create or delete a sync asked for, waiting in the writeQueue
+// to be sent. Exactly one of create and del is set.
+type podWrite struct {
+	key    string // the DaemonSet's
+	ds     *apps.DaemonSet
+	rank   daemon.WriteRank
+	node   string
+	logger klog.Logger
+
+	create   *daemon.PodCreate
+	template *v1.PodTemplateSpec // what the create's pod is made from
+	del      *daemon.PodDelete
+
+	// owner is the part of the queue the write was queued in.
+	owner *dsWrites
+}
+
+// writeQueue holds the pod writes of every DaemonSet that wait to go out, and hands
+// them to the dispatchers in rank order (daemon.WriteRank): the highest level first;
+// within a level, DaemonSets in turn, the one served longest ago first; within one
+// DaemonSet and level, its deletes first, then its creates, each by the node waiting
+// longest, then by node name.
+//
+// A create for a node without a pod is queued only as its DaemonSet's latest Plan
+// asks for it. A sync notes which of the DaemonSet's such creates are queued before
+// it reads the writes in flight (queued), and decides as if they were not in
+// flight; its Plan then replaces them (replaceCreates): a queued create the Plan asks
+// for again stays queued, in the Plan's version (a new template, a new rank); one it
+// no longer asks for — its node gone or no longer eligible, the template changed —
+// is dropped unsent; one sent or dropped since the sync noted it is not queued again,
+// so no node gets a second create. The queued writes go on going out while the sync
+// decides. Deletes and surge creates stay as they were queued (decidedAgain).
+//
+// Creates keep slow start per DaemonSet: the creates of a DaemonSet go out in
+// batches of 1, 2, 4, ... pods, a batch only once every create of the one before has
+// been answered; a failed create ends the DaemonSet's batches — its other queued
+// creates are dropped, and decided again by the sync its failure asks for — and the
+// next create starts a batch of 1 again. Batches start over at 1 too once the
+// DaemonSet has nothing queued or unanswered. Deletes are not batched.
+type writeQueue struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	byDS map[string]*dsWrites
+	// tick counts the writes handed out; a lane records the tick of its last.
+	tick uint64
+	// claimants are the dispatchers holding, or waiting for, a rate limiter token;
+	// waiting those waiting for a write to claim, and paidWaiting those holding a
+	// token and waiting for a write (see wakeLocked).
+	claimants, waiting, paidWaiting int
+	// closed ends every dispatcher's wait.
+	closed bool
+	// seen holds, for a DaemonSet being synced, the nodes of its queued creates
+	// that the sync decides again (see queued).
+	seen map[string]map[string]bool
+	// idle, if set, is called, under the queue's lock, with the key of a DaemonSet
+	// whose last queued or handed-out write has just been answered.
+	idle func(key string)
+}
+
+// dsWrites is one DaemonSet's part of the queue.
+type dsWrites struct {
+	key   string
+	lanes []*lane
+	// batch is the size of the current slow-start batch of creates, taken how many
+	// of its creates have been handed out, and open how many handed out are not
+	// answered yet.
+	batch, taken, open int
+	// out counts the writes handed out and not answered, deletes too.
+	out int
+	// errs are the errors of the DaemonSet's writes not yet reported by a sync.
+	errs []error
+}
+
+// lane is a DaemonSet's queued writes of one level.
+type lane struct {
+	level   daemon.WriteRank
+	deletes []*podWrite
+	creates []*podWrite
+	served  uint64
+}
+
+func newWriteQueue() *writeQueue {
+	q := &writeQueue{byDS: map[string]*dsWrites{}, seen: map[string]map[string]bool{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *writeQueue) entry(key string) *dsWrites {
+	d := q.byDS[key]
+	if d == nil {
+		d = &dsWrites{key: key, batch: 1}
+		q.byDS[key] = d
+	}
+	return d
+}
+
+// decidedAgain reports whether a sync decides the write again while it is queued,
+// and replaces it: a create for a node without a pod, which needs no budget. A
+// delete or a surge create, which an update budget allows, stays in flight until
+// it is sent, as it did when sent at once: a sync decides nothing that budget
+// covers until it has gone out and been seen.
+func (w *podWrite) decidedAgain() bool {
+	return w.create != nil && w.create.Reason != daemon.ReasonSurge
+}
+
+// queued notes the DaemonSet's queued writes that its sync, about to read its
+// writes in flight, decides again (decidedAgain), and returns them: the sync decides
+// as if they were not in flight, and replaceCreates settles its Plan with them.
+func (q *writeQueue) queued(key string) []*podWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.seen, key)
+	d := q.byDS[key]
+	if d == nil {
+		return nil
+	}
+	var out []*podWrite
+	ids := map[string]bool{}
+	for _, l := range d.lanes {
+		for _, w := range l.creates {
+			if w.decidedAgain() {
+				out = append(out, w)
+				ids[w.node] = true
+			}
+		}
+	}
+	q.seen[key] = ids
+	return out
+}
+
+// replaceCreates puts a Plan's creates in the place of the DaemonSet's queued
+// creates that are decided again, and returns those dropped. A create that was
+// queued when the sync looked (queued) and is not any more was sent, or dropped,
+// meanwhile: it is not queued again. expect is called, under the queue's lock, for
+// each create not queued before, before any dispatcher can see it.
+func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(*podWrite)) []*podWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	seen := q.seen[key]
+	delete(q.seen, key)
+	d := q.entry(key)
+	current := map[string]*podWrite{}
+	for _, l := range d.lanes {
+		l.creates = slices.DeleteFunc(l.creates, func(w *podWrite) bool {
+			if w.decidedAgain() {
+				current[w.node] = w
+				return true
+			}
+			return false
+		})
+	}
+	var keep []*podWrite
+	for _, w := range writes {
+		switch {
+		case !w.decidedAgain():
+		case current[w.node] != nil:
+			delete(current, w.node) // queued before: still expected
+			keep = append(keep, w)
+			continue
+		case seen[w.node]:
+			continue
+		}
+		expect(w)
+		keep = append(keep, w)
+	}
+	q.addLocked(d, keep)
+	var dropped []*podWrite
+	for _, w := range current {
+		dropped = append(dropped, w)
+	}
+	q.tidyLocked(d)
+	return dropped
+}
+
+// add queues writes of the DaemonSet key, calling expect for each first.
+func (q *writeQueue) add(key string, writes []*podWrite, expect func(*podWrite)) {
+	if len(writes) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, w := range writes {
+		expect(w)
+	}
+	q.addLocked(q.entry(key), writes)
+}
+
+func (q *writeQueue) addLocked(d *dsWrites, writes []*podWrite) {
+	touched := map[*lane]bool{}
+	for _, w := range writes {
+		w.owner = d
+		l := d.lane(w.rank)
+		if w.create != nil {
+			l.creates = append(l.creates, w)
+		} else {
+			l.deletes = append(l.deletes, w)
+		}
+		touched[l] = true
+	}
+	for l := range touched {
+		slices.SortFunc(l.creates, compareWrites)
+		slices.SortFunc(l.deletes, compareWrites)
+	}
+	q.wakeLocked()
+}
+
+func compareWrites(a, b *podWrite) int {
+	if c := a.rank.Since.Compare(b.rank.Since); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.node, b.node)
+}
+
+func (d *dsWrites) lane(rank daemon.WriteRank) *lane {
+	for _, l := range d.lanes {
+		if daemon.CompareLevel(l.level, rank) == 0 {
+			return l
+		}
+	}
+	l := &lane{level: daemon.WriteRank{Priority: rank.Priority, Unblocks: rank.Unblocks}}
+	d.lanes = append(d.lanes, l)
+	return l
+}
+
+// withdraw removes the DaemonSet's queued writes, and returns them. Its slow-start
+// batch, its turns and its errors stay.
+func (q *writeQueue) withdraw(key string) []*podWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.withdrawLocked(key, true, true)
+}
+
+func (q *writeQueue) withdrawLocked(key string, creates, deletes bool) []*podWrite {
+	d := q.byDS[key]
+	if d == nil {
+		return nil
+	}
+	var out []*podWrite
+	for _, l := range d.lanes {
+		if creates {
+			out = append(out, l.creates...)
+			l.creates = nil
+		}
+		if deletes {
+			out = append(out, l.deletes...)
+			l.deletes = nil
+		}
+	}
+	return out
+}
+
+// forget drops everything of a DaemonSet that no longer exists, and returns its
+// queued writes.
+func (q *writeQueue) forget(key string) []*podWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.withdrawLocked(key, true, true)
+	delete(q.byDS, key)
+	delete(q.seen, key)
+	return out
+}
+
+// takeErrors returns, and clears, the errors of the DaemonSet's writes since the
+// last call.
+func (q *writeQueue) takeErrors(key string) []error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d := q.byDS[key]
+	if d == nil {
+		return nil
+	}
+	errs := d.errs
+	d.errs = nil
+	q.tidyLocked(d)
+	return errs
+}
+
+// ready counts the writes that could be handed out now.
+func (q *writeQueue) readyLocked() int {
+	n := 0
+	for _, d := range q.byDS {
+		creates := 0
+		for _, l := range d.lanes {
+			n += len(l.deletes)
+			creates += len(l.creates)
+		}
+		n += min(creates, d.batch-d.taken)
+	}
+	return n
+}
+
+// popLocked hands out the first write in order, or nil when none may go now.
+func (q *writeQueue) popLocked() *podWrite {
+	var (
+		best   *lane
+		bestDS *dsWrites
+	)
+	for _, d := range q.byDS {
+		creates := d.taken < d.batch
+		for _, l := range d.lanes {
+			if len(l.deletes) == 0 && (!creates || len(l.creates) == 0) {
+				continue
+			}
+			if best == nil || before(l, d, best, bestDS) {
+				best, bestDS = l, d
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	q.tick++
+	best.served = q.tick
+	bestDS.out++
+	var w *podWrite
+	if len(best.deletes) > 0 {
+		w, best.deletes = best.deletes[0], best.deletes[1:]
+	} else {
+		w, best.creates = best.creates[0], best.creates[1:]
+		bestDS.taken++
+		bestDS.open++
+	}
+	return w
+}
+
+// before reports whether lane a of DaemonSet da goes before lane b of db: the higher
+// level, then the one served longest ago (a DaemonSet's turn), then by key.
+func before(a *lane, da *dsWrites, b *lane, db *dsWrites) bool {
+	if c := daemon.CompareLevel(a.level, b.level); c != 0 {
+		return c < 0
+	}
+	if a.served != b.served {
+		return a.served < b.served
+	}
+	return da.key < db.key
+}
+
+// answered settles a write handed out: err is its failure, if it failed; stop ends
+// the DaemonSet's batches without an error to report (its namespace is being
+// deleted). After a failed or stopped create, the DaemonSet's queued creates are
+// dropped and returned.
+func (q *writeQueue) answered(w *podWrite, err error, stop bool) []*podWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer q.wakeLocked()
+	d := q.byDS[w.key]
+	if d == nil || d != w.owner {
+		return nil // forgotten meanwhile (the DaemonSet deleted, or idle)
+	}
+	d.out--
+	if err != nil {
+		d.errs = append(d.errs, err)
+	}
+	var dropped []*podWrite
+	if w.create != nil {
+		d.open--
+		switch {
+		case err != nil || stop:
+			dropped = q.withdrawLocked(w.key, true, false)
+			d.batch, d.taken = 1, 0
+		case d.open == 0 && d.taken >= d.batch:
+			d.batch, d.taken = d.batch*2, 0
+		}
+	}
+	q.tidyLocked(d)
+	if q.idle != nil && !d.busyLocked() {
+		q.idle(w.key)
+	}
+	return dropped
+}
+
+// busy reports whether the DaemonSet has pod writes queued, or handed out and not
+// answered.
+func (q *writeQueue) busy(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d := q.byDS[key]
+	return d != nil && d.busyLocked()
+}
+
+func (d *dsWrites) busyLocked() bool {
+	if d.out > 0 {
+		return true
+	}
+	for _, l := range d.lanes {
+		if len(l.creates)+len(l.deletes) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tidyLocked resets an idle DaemonSet's batches (nothing queued, nothing handed out
+// and unanswered), and drops its entry when it has no errors to report either.
+func (q *writeQueue) tidyLocked(d *dsWrites) {
+	if d.busyLocked() {
+		return
+	}
+	d.batch, d.taken = 1, 0
+	if len(d.errs) == 0 {
+		delete(q.byDS, d.key)
+	}
+}
+
+// close wakes every dispatcher waiting in next, for good.
+func (q *writeQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// len is how many writes are queued.
+func (q *writeQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, d := range q.byDS {
+		for _, l := range d.lanes {
+			n += len(l.creates) + len(l.deletes)
+		}
+	}
+	return n
+}

@@ -1,0 +1,414 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// testCreate is a queued create for node of DaemonSet key, at rank r.
+func testCreate(key, node string, r daemon.WriteRank) *podWrite {
+	return &podWrite{key: key, node: node, rank: r, create: &daemon.PodCreate{Node: node, Reason: daemon.ReasonMissingPod}}
+}
+
+func testDelete(key, node string, r daemon.WriteRank) *podWrite {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: key + "-" + node, UID: types.UID(key + "/" + node)}}
+	return &podWrite{key: key, node: node, rank: r, del: &daemon.PodDelete{Pod: pod}}
+}
+
+func (w *podWrite) String() string {
+	kind := "create"
+	if w.del != nil {
+		kind = "delete"
+	}
+	return fmt.Sprintf("%s %s %s", kind, w.key, w.node)
+}
+
+func noExpect(*podWrite) {}
+
+// drain pops every write that may go, answering each at once, and returns them in
+// the order handed out.
+func drain(q *writeQueue) []string {
+	var out []string
+	for {
+		q.mu.Lock()
+		w := q.popLocked()
+		q.mu.Unlock()
+		if w == nil {
+			return out
+		}
+		out = append(out, w.String())
+		q.answered(w, nil, false)
+	}
+}
+
+func TestWriteQueue_Order(t *testing.T) {
+	plain := daemon.WriteRank{Since: t0}
+	critical := daemon.WriteRank{Priority: daemon.SystemNodeCriticalPriority, Since: t0}
+	unblocks := daemon.WriteRank{Unblocks: true, Since: t0}
+	later := daemon.WriteRank{Since: t0.Add(time.Minute)}
+	for _, tc := range []struct {
+		name string
+		adds [][]*podWrite // each a sync's creates (or deletes) of one DaemonSet
+		want []string
+	}{
+		{
+			name: "a higher priority queued last goes first",
+			adds: [][]*podWrite{
+				{testCreate("ns/plain", "a", plain), testCreate("ns/plain", "b", plain)},
+				{testCreate("ns/cni", "a", critical), testCreate("ns/cni", "b", critical)},
+			},
+			want: []string{"create ns/cni a", "create ns/cni b", "create ns/plain a", "create ns/plain b"},
+		},
+		{
+			name: "same priority: pods that unblock nodes first",
+			adds: [][]*podWrite{
+				{testCreate("ns/plain", "a", plain)},
+				{testCreate("ns/net", "a", unblocks)},
+			},
+			want: []string{"create ns/net a", "create ns/plain a"},
+		},
+		{
+			name: "one level: DaemonSets in turn",
+			adds: [][]*podWrite{
+				{testCreate("ns/x", "a", plain), testCreate("ns/x", "b", plain), testCreate("ns/x", "c", plain)},
+				{testCreate("ns/y", "a", plain), testCreate("ns/y", "b", plain)},
+			},
+			want: []string{"create ns/x a", "create ns/y a", "create ns/x b", "create ns/y b", "create ns/x c"},
+		},
+		{
+			name: "within a DaemonSet: the node waiting longest, then by name",
+			adds: [][]*podWrite{
+				{testCreate("ns/x", "new", later), testCreate("ns/x", "old-b", plain), testCreate("ns/x", "old-a", plain)},
+			},
+			want: []string{"create ns/x old-a", "create ns/x old-b", "create ns/x new"},
+		},
+		{
+			name: "within a DaemonSet and level: deletes first",
+			adds: [][]*podWrite{
+				{testCreate("ns/x", "a", plain)},
+				{testDelete("ns/x", "b", later)},
+			},
+			want: []string{"delete ns/x b", "create ns/x a"},
+		},
+		{
+			name: "a critical delete before plain creates",
+			adds: [][]*podWrite{
+				{testCreate("ns/plain", "a", plain)},
+				{testDelete("ns/cni", "a", critical)},
+			},
+			want: []string{"delete ns/cni a", "create ns/plain a"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newWriteQueue()
+			for _, writes := range tc.adds {
+				if writes[0].create != nil {
+					q.replaceCreates(writes[0].key, writes, noExpect)
+				} else {
+					q.add(writes[0].key, writes, noExpect)
+				}
+			}
+			if got := drain(q); !slices.Equal(got, tc.want) {
+				t.Errorf("order:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+			if n := q.len(); n != 0 {
+				t.Errorf("%d writes left", n)
+			}
+		})
+	}
+}
+
+// Creates go out in slow-start batches per DaemonSet: 1, then 2, then 4, each once
+// the one before is answered; another DaemonSet's are not held by them.
+func TestWriteQueue_SlowStartPerDaemonSet(t *testing.T) {
+	q := newWriteQueue()
+	var writes []*podWrite
+	for i := range 7 {
+		writes = append(writes, testCreate("ns/x", fmt.Sprintf("n%d", i), daemon.WriteRank{Priority: 1}))
+	}
+	q.replaceCreates("ns/x", writes, noExpect)
+	q.replaceCreates("ns/y", []*podWrite{testCreate("ns/y", "a", daemon.WriteRank{}), testCreate("ns/y", "b", daemon.WriteRank{})}, noExpect)
+	pop := func() []*podWrite {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		var out []*podWrite
+		for w := q.popLocked(); w != nil && w.key == "ns/x"; w = q.popLocked() {
+			out = append(out, w)
+		}
+		return out
+	}
+	q.mu.Lock()
+	ready := q.readyLocked()
+	q.mu.Unlock()
+	if ready != 2 {
+		t.Errorf("ready = %d, want 2: one create of each DaemonSet", ready)
+	}
+	for _, want := range []int{1, 2, 4} {
+		batch := pop() // ns/y's first create is handed out along the way
+		if len(batch) != want {
+			t.Fatalf("batch of %d creates, want %d", len(batch), want)
+		}
+		if more := pop(); len(more) != 0 {
+			t.Fatalf("%d more creates before the batch was answered", len(more))
+		}
+		for _, w := range batch {
+			q.answered(w, nil, false)
+		}
+	}
+	if n := q.len(); n != 1 {
+		t.Errorf("%d writes left, want ns/y's second", n)
+	}
+}
+
+// A failed create ends its DaemonSet's batch: its other queued creates are dropped
+// (for the sync its failure asks for), the error is kept for that sync, the next
+// create starts a batch of 1 again; another DaemonSet's writes, and the DaemonSet's
+// own deletes, go on.
+func TestWriteQueue_FailedCreateStopsItsDaemonSetOnly(t *testing.T) {
+	q := newWriteQueue()
+	q.replaceCreates("ns/bad", []*podWrite{testCreate("ns/bad", "a", daemon.WriteRank{Priority: 9}), testCreate("ns/bad", "b", daemon.WriteRank{Priority: 9}), testCreate("ns/bad", "c", daemon.WriteRank{Priority: 9})}, noExpect)
+	q.add("ns/bad", []*podWrite{testDelete("ns/bad", "z", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates("ns/good", []*podWrite{testCreate("ns/good", "a", daemon.WriteRank{}), testCreate("ns/good", "b", daemon.WriteRank{})}, noExpect)
+
+	q.mu.Lock()
+	first := q.popLocked()
+	q.mu.Unlock()
+	if first.String() != "create ns/bad a" {
+		t.Fatalf("first = %s, want ns/bad's create on a", first)
+	}
+	dropped := q.answered(first, errors.New("quota exceeded"), false)
+	if len(dropped) != 2 {
+		t.Errorf("dropped %v, want ns/bad's other two creates", dropped)
+	}
+	if got, want := drain(q), []string{"delete ns/bad z", "create ns/good a", "create ns/good b"}; !slices.Equal(got, want) {
+		t.Errorf("after the failure: %v, want %v", got, want)
+	}
+	if errs := q.takeErrors("ns/bad"); len(errs) != 1 {
+		t.Errorf("errors of ns/bad = %v, want the one failure", errs)
+	}
+	if errs := q.takeErrors("ns/bad"); len(errs) != 0 {
+		t.Errorf("errors taken twice: %v", errs)
+	}
+	if _, kept := q.byDS["ns/bad"]; kept {
+		t.Error("an idle DaemonSet without errors is still held")
+	}
+}
+
+// A sync notes the queued creates it decides again; its Plan replaces them: a create
+// asked for again stays (in the Plan's version), one no longer asked for is dropped,
+// one sent meanwhile is not queued again, and only new ones are expected.
+func TestWriteQueue_PlanReplacesQueuedCreates(t *testing.T) {
+	q := newWriteQueue()
+	r := daemon.WriteRank{}
+	q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "a", r), testCreate("ns/x", "b", r), testCreate("ns/x", "gone", r)}, noExpect)
+	surge := testCreate("ns/x", "s", r)
+	surge.create.Reason = daemon.ReasonSurge
+	q.add("ns/x", []*podWrite{surge}, noExpect)
+
+	seen := q.queued("ns/x")
+	if len(seen) != 3 {
+		t.Fatalf("queued = %v, want the three creates for nodes without a pod, not the surge", seen)
+	}
+	// While the sync decides, a dispatcher sends the create on a.
+	q.mu.Lock()
+	sent := q.popLocked()
+	q.mu.Unlock()
+	if sent.node != "a" {
+		t.Fatalf("sent %s, want the create on a", sent)
+	}
+	// The Plan asks for a (not seen in flight), b with a new template, and c.
+	template := &v1.PodTemplateSpec{}
+	b := testCreate("ns/x", "b", r)
+	b.template = template
+	var expected []string
+	dropped := q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "a", r), b, testCreate("ns/x", "c", r)},
+		func(w *podWrite) { expected = append(expected, w.node) })
+	if len(dropped) != 1 || dropped[0].node != "gone" {
+		t.Errorf("dropped %v, want the create on gone", dropped)
+	}
+	if !slices.Equal(expected, []string{"c"}) {
+		t.Errorf("expected %v, want only the new create on c", expected)
+	}
+	q.answered(sent, nil, false)
+	var got []*podWrite
+	for {
+		q.mu.Lock()
+		w := q.popLocked()
+		q.mu.Unlock()
+		if w == nil {
+			break
+		}
+		got = append(got, w)
+		q.answered(w, nil, false)
+	}
+	var nodes []string
+	for _, w := range got {
+		nodes = append(nodes, w.node)
+		if w.node == "b" && w.template != template {
+			t.Error("the create on b went out in its old version")
+		}
+	}
+	if !slices.Equal(nodes, []string{"b", "c", "s"}) {
+		t.Errorf("then sent %v, want b, c and the surge create s (a went out once)", nodes)
+	}
+}
+
+// gate is a rate limiter whose tokens the test hands out, or that lets everything
+// pass while open.
+type gate struct {
+	tokens chan struct{}
+	open   atomic.Bool
+	waits  atomic.Int32
+}
+
+func newGate() *gate { return &gate{tokens: make(chan struct{}, 1<<16)} }
+
+func (g *gate) release(n int) {
+	for range n {
+		g.tokens <- struct{}{}
+	}
+}
+
+func (g *gate) Wait(ctx context.Context) error {
+	g.waits.Add(1)
+	for !g.open.Load() {
+		select {
+		case <-g.tokens:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+func (g *gate) TryAccept() bool { return false }
+func (g *gate) Accept()         { _ = g.Wait(context.Background()) }
+func (g *gate) Stop()           {}
+func (g *gate) QPS() float32    { return 0 }
+
+var _ flowcontrol.RateLimiter = &gate{}
+
+// Dispatchers take a token only for a write that no other dispatcher holding one
+// will take, and choose the write once they hold it: a write queued while they wait
+// for their token, if higher, goes first.
+func TestWriteQueue_NextTakesTokensOnlyForWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := newWriteQueue()
+	g := newGate()
+	got := make(chan *podWrite, 4)
+	for range 4 {
+		go func() {
+			if w, ok := q.next(ctx, g); ok {
+				got <- w
+			}
+		}()
+	}
+	q.replaceCreates("ns/plain", []*podWrite{testCreate("ns/plain", "a", daemon.WriteRank{})}, noExpect)
+	waitUntil(t, func() bool { return g.waits.Load() == 1 })
+	q.replaceCreates("ns/cni", []*podWrite{testCreate("ns/cni", "a", daemon.WriteRank{Priority: 5})}, noExpect)
+	waitUntil(t, func() bool { return g.waits.Load() == 2 })
+	time.Sleep(20 * time.Millisecond)
+	if n := g.waits.Load(); n != 2 {
+		t.Errorf("%d dispatchers wait for a token for 2 writes", n)
+	}
+	g.release(1)
+	if w := <-got; w.key != "ns/cni" {
+		t.Errorf("the first token went to %s, want the critical create queued after it was asked for", w)
+	}
+	g.release(1)
+	if w := <-got; w.key != "ns/plain" {
+		t.Errorf("the second token went to %s", w)
+	}
+	q.close()
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Many dispatchers, woken only as many as there are writes to claim: every write
+// queued, while every dispatcher waits or while some are busy, by several
+// DaemonSets, with creates held back by slow start and let go by answers, goes out
+// exactly once, and no dispatcher is left waiting while a write is ready.
+func TestWriteQueue_EveryWriteGoesOutWithManyDispatchers(t *testing.T) {
+	q := newWriteQueue()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	sent := map[string]int{}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for {
+				w, ok := q.next(ctx, nil)
+				if !ok {
+					return
+				}
+				mu.Lock()
+				sent[w.String()]++
+				mu.Unlock()
+				q.answered(w, nil, false)
+			}
+		})
+	}
+	// idle waits until every dispatcher waits for a write, so that the next
+	// writes are sent only if they wake some.
+	idle := func() {
+		waitUntil(t, func() bool {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			return q.waiting == 64
+		})
+	}
+	want := 0
+	for round := range 200 {
+		if round%2 == 0 {
+			idle()
+		}
+		key := fmt.Sprintf("ns/ds%d", round%7)
+		var writes []*podWrite
+		for i := range 1 + round%5 {
+			writes = append(writes, testCreate(key, fmt.Sprintf("r%d-%d", round, i), daemon.WriteRank{Priority: int32(round % 3)}))
+		}
+		q.add(key, writes, noExpect)
+		q.add(key, []*podWrite{testDelete(key, fmt.Sprintf("r%d", round), daemon.WriteRank{})}, noExpect)
+		want += len(writes) + 1
+	}
+	waitUntil(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sent) == want
+	})
+	q.close()
+	wg.Wait()
+	for w, n := range sent {
+		if n != 1 {
+			t.Errorf("%s went out %d times", w, n)
+		}
+	}
+}

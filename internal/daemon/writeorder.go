@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"cmp"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+)
+
+// The order pod writes go out in, across DaemonSets.
+//
+// Under a client rate limit the order of pod creates decides how long a new node
+// stays unusable: it turns Ready only once its network agent runs, and that agent is
+// a DaemonSet pod among all the others. So the controller sends pod writes by rank,
+// highest first, whichever DaemonSet they belong to:
+//
+//  1. the pod's priority, as the API server will resolve it (Priorities.Of);
+//  2. then pods that tolerate the not-ready and network-unavailable taints: they can
+//     run on a node that is not Ready yet, and are what makes it Ready;
+//  3. then the node that has waited longest (Since).
+//
+// The first two make a rank's level (CompareLevel). Within one level the controller
+// takes DaemonSets in turn, so that no DaemonSet with a long backlog holds back
+// another's pod for a node that just joined; within one DaemonSet it takes the node
+// that has waited longest first (CompareRank).
+
+// System priority classes exist in every cluster, with these values, even before
+// their PriorityClass objects are listed.
+const (
+	SystemNodeCritical    = "system-node-critical"
+	SystemClusterCritical = "system-cluster-critical"
+
+	SystemNodeCriticalPriority    int32 = 2000001000
+	SystemClusterCriticalPriority int32 = 2000000000
+)
+
+// Priorities resolves a pod's priorityClassName to its priority, as the API server's
+// Priority admission plugin will when the pod is created.
+type Priorities struct {
+	classes map[string]int32
+	// def is the globalDefault class's value (0 if none): the priority of a pod
+	// naming no class.
+	def int32
+}
+
+// NewPriorities indexes a cluster's PriorityClasses. Of several global defaults the
+// lowest counts. The zero Priorities knows the system classes only.
+func NewPriorities(classes []*schedulingv1.PriorityClass) Priorities {
+	p := Priorities{classes: make(map[string]int32, len(classes))}
+	haveDefault := false
+	for _, c := range classes {
+		p.classes[c.Name] = c.Value
+		if c.GlobalDefault && (!haveDefault || c.Value < p.def) {
+			p.def, haveDefault = c.Value, true
+		}
+	}
+	return p
+}
+
+// Of is the priority of a pod with spec. A priority already in the spec (a pod the
+// API server admitted) is taken as it is. A class that does not exist (the pod's
+// create will be refused) ranks as 0.
+func (p Priorities) Of(spec *v1.PodSpec) int32 {
+	if spec.Priority != nil {
+		return *spec.Priority
+	}
+	switch spec.PriorityClassName {
+	case "":
+		return p.def
+	case SystemNodeCritical:
+		return SystemNodeCriticalPriority
+	case SystemClusterCritical:
+		return SystemClusterCriticalPriority
+	}
+	return p.classes[spec.PriorityClassName]
+}
+
+// The taints of a node that is not Ready yet, or whose network is not up.
+var unreadyTaints = []v1.Taint{
+	{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule},
+	{Key: v1.TaintNodeNetworkUnavailable, Effect: v1.TaintEffectNoSchedule},
+}
+
+// UnblocksNodes reports whether a daemon pod with spec can run on a node that is not
+// Ready and has no pod network: the mark of a network agent, which makes it Ready.
+func UnblocksNodes(spec *v1.PodSpec) bool {
+	tolerations := DaemonPodTolerations(spec)
+	for i := range unreadyTaints {
+		if !corev1helpers.TolerationsTolerateTaint(noLog, tolerations, &unreadyTaints[i], false) {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteRank is where a pod write stands in the order writes go out in.
+type WriteRank struct {
+	Priority int32
+	Unblocks bool
+	// Since is when the node started waiting for the write: the later of when it
+	// joined and when the DaemonSet was created.
+	Since time.Time
+}
+
+// Rank ranks a pod write of ds for node (nil if the cache has it no more): the
+// create of a pod from template, or the delete of one of ds's pods, which ranks as
+// the pod it makes room for (template is then ds's own). The pods in the controller's
+// cache keep too little of their spec to rank them by.
+func Rank(prio Priorities, ds *apps.DaemonSet, template *v1.PodTemplateSpec, node *v1.Node) WriteRank {
+	return WriteRank{Priority: prio.Of(&template.Spec), Unblocks: UnblocksNodes(&template.Spec), Since: nodeWaitingSince(ds, node)}
+}
+
+func nodeWaitingSince(ds *apps.DaemonSet, node *v1.Node) time.Time {
+	since := ds.CreationTimestamp.Time
+	if node != nil && node.CreationTimestamp.After(since) {
+		since = node.CreationTimestamp.Time
+	}
+	return since
+}
+
+// CompareLevel orders ranks by level, the higher first: by priority, then pods that
+// unblock nodes. It is negative when a goes before b.
+func CompareLevel(a, b WriteRank) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	switch {
+	case a.Unblocks == b.Unblocks:
+		return 0
+	case a.Unblocks:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// CompareRank orders ranks in full: by level, then the node that has waited longest
+// first. Writes of equal rank go in the order of their node names.
+func CompareRank(a, b WriteRank) int {
+	if c := CompareLevel(a, b); c != 0 {
+		return c
+	}
+	return a.Since.Compare(b.Since)
+}
