@@ -341,7 +341,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.AddRateLimited(key)
 		return true
 	}
-	c.queue.Forget(key)
+	// A sync succeeds as soon as its writes are queued; while they keep failing,
+	// the back-off their failures started goes on.
+	if !c.writes.retrying(key) {
+		c.queue.Forget(key)
+	}
 	if requeue > 0 {
 		c.queue.AddAfter(key, requeue)
 	}

@@ -83,6 +83,8 @@ type dsWrites struct {
 	out int
 	// errs are the errors of the DaemonSet's writes not yet reported by a sync.
 	errs []error
+	// failing: the last of its writes answered failed.
+	failing bool
 }
 
 // lane is a DaemonSet's queued writes of one level.
@@ -365,6 +367,9 @@ func (q *writeQueue) answered(w *podWrite, err error, stop bool) []*podWrite {
 	if err != nil {
 		d.errs = append(d.errs, err)
 	}
+	if err != nil || !stop {
+		d.failing = err != nil
+	}
 	var dropped []*podWrite
 	if w.create != nil {
 		d.open--
@@ -381,6 +386,17 @@ func (q *writeQueue) answered(w *podWrite, err error, stop bool) []*podWrite {
 		q.idle(w.key)
 	}
 	return dropped
+}
+
+// retrying reports whether the DaemonSet's pod writes are still failing: errors wait
+// for a sync to report them, or the last write answered failed and writes the syncs
+// since have queued are not all answered yet. A sync that succeeds meanwhile says
+// nothing of them, so it must not end the DaemonSet's back-off.
+func (q *writeQueue) retrying(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d := q.byDS[key]
+	return d != nil && (len(d.errs) > 0 || d.failing && d.busyLocked())
 }
 
 // busy reports whether the DaemonSet has pod writes queued, or handed out and not

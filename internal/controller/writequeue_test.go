@@ -210,6 +210,58 @@ func TestWriteQueue_FailedCreateStopsItsDaemonSetOnly(t *testing.T) {
 	}
 }
 
+// A DaemonSet's writes count as still failing from a failed answer until a write of
+// it succeeds, or until it has nothing queued or unanswered and its errors are taken:
+// a sync that only queues writes meanwhile must not end its back-off.
+func TestWriteQueue_RetryingUntilAWriteSucceeds(t *testing.T) {
+	q := newWriteQueue()
+	pop := func() *podWrite {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.popLocked()
+	}
+	const key = "ns/bad"
+	if q.retrying(key) {
+		t.Fatal("retrying before any write")
+	}
+	q.replaceCreates(key, []*podWrite{testCreate(key, "a", daemon.WriteRank{}), testCreate(key, "b", daemon.WriteRank{})}, noExpect)
+	if q.retrying(key) {
+		t.Error("retrying with writes queued and none answered")
+	}
+	q.answered(pop(), errors.New("quota exceeded"), false)
+	if !q.retrying(key) {
+		t.Error("not retrying with a failure to report")
+	}
+	// The sync that reports the failure queues its creates again.
+	q.replaceCreates(key, []*podWrite{testCreate(key, "a", daemon.WriteRank{}), testCreate(key, "b", daemon.WriteRank{})}, noExpect)
+	if errs := q.takeErrors(key); len(errs) != 1 {
+		t.Fatalf("errors = %v, want the one failure", errs)
+	}
+	if !q.retrying(key) {
+		t.Error("not retrying while the creates after a failure are unanswered")
+	}
+	w := pop()
+	if !q.retrying(key) {
+		t.Error("not retrying while the create after a failure is out")
+	}
+	q.answered(w, nil, false)
+	if q.retrying(key) {
+		t.Error("retrying after a create succeeded")
+	}
+
+	// A failure whose DaemonSet then has nothing more to write ends with its report.
+	q = newWriteQueue()
+	q.replaceCreates(key, []*podWrite{testCreate(key, "a", daemon.WriteRank{})}, noExpect)
+	q.answered(pop(), errors.New("node gone"), false)
+	if !q.retrying(key) {
+		t.Error("not retrying with a failure to report")
+	}
+	q.takeErrors(key)
+	if q.retrying(key) {
+		t.Error("retrying with nothing queued and the failure reported")
+	}
+}
+
 // A sync notes the queued creates it decides again; its Plan replaces them: a create
 // asked for again stays (in the Plan's version), one no longer asked for is dropped,
 // one sent meanwhile is not queued again, and only new ones are expected.
