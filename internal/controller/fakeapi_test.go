@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"strconv"
 	"sync"
@@ -63,7 +64,7 @@ type fakeAPI struct {
 
 	mu        sync.Mutex
 	seq       int
-	rng       *rand.Rand
+	rngs      map[string]*rand.Rand // one sequence per request kind
 	faults    faults
 	injected  map[string]int          // faults injected, by request kind
 	created   []*v1.Pod               // every pod as stored at creation
@@ -73,7 +74,7 @@ type fakeAPI struct {
 func installFakeAPI(cs *fake.Clientset, f faults) *fakeAPI {
 	a := &fakeAPI{
 		tracker:   cs.Tracker(),
-		rng:       rand.New(rand.NewSource(f.Seed)),
+		rngs:      map[string]*rand.Rand{},
 		faults:    f,
 		injected:  map[string]int{},
 		deletedAt: map[types.UID]time.Time{},
@@ -132,15 +133,28 @@ func (a *fakeAPI) inject(action clienttesting.Action) (bool, runtime.Object, err
 	}
 }
 
-// draw decides whether a request of kind meets a fault, and which (0 to 3).
+// draw decides whether a request of kind meets a fault, and which (0 to 3). Each
+// kind draws from its own sequence, seeded from the seed and the kind, so the n-th
+// request of a kind meets the same fault whatever order the controller's
+// goroutines send requests of different kinds in.
 func (a *fakeAPI) draw(kind string, rate float64) (int, bool) {
+	if rate == 0 {
+		return 0, false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if rate == 0 || a.rng.Float64() >= rate {
+	rng := a.rngs[kind]
+	if rng == nil {
+		h := fnv.New64a()
+		h.Write([]byte(kind))
+		rng = rand.New(rand.NewSource(a.faults.Seed ^ int64(h.Sum64())))
+		a.rngs[kind] = rng
+	}
+	if rng.Float64() >= rate {
 		return 0, false
 	}
 	a.injected[kind]++
-	return a.rng.Intn(4), true
+	return rng.Intn(4), true
 }
 
 func (a *fakeAPI) injectedFaults() map[string]int {
