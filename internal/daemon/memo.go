@@ -71,7 +71,8 @@ type memoNode struct {
 	verdict  Verdict
 	replaced bool // the pod was replaced by another object in this comparison
 	// pending: the rules wrote, or a write is in flight, for the node; it is looked
-	// at again whether or not its objects change.
+	// at again whether or not its objects change. A pod on its way out whose delete
+	// the cache already shows does not make its node pending.
 	pending bool
 	// unavailable: the pod is of the current revision and not available.
 	unavailable bool
@@ -179,7 +180,9 @@ func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
 	}
 	if len(n.pods) == 1 {
 		e.pod = n.pods[0]
-		e.pending = e.pending || v.deleting(e.pod)
+		// A pod already marked for deletion is not: it changes only by going,
+		// which the comparison sees.
+		e.pending = e.pending || v.deleteInFlight(e.pod)
 	}
 	writes := len(p.Creates) + len(p.Deletes)
 	v.manage(n, m.surge, nil, p)

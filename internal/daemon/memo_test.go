@@ -400,3 +400,50 @@ func TestMemoLooked(t *testing.T) {
 		t.Error("no memo looked at nodes")
 	}
 }
+
+// A node whose pod is on its way out is looked at while its delete is in flight and
+// when the pod object changes, not at every decision while the pod terminates.
+func TestMemoLookedWhilePodTerminates(t *testing.T) {
+	ds := newDS("agent")
+	ns := nodes("a", "b", "c")
+	s := snap(ds, ns)
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := hashOf(ds)
+	s.Revisions = []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)}
+	for i, n := range ns {
+		s.Pods = append(s.Pods, newPod(ds, fmt.Sprintf("agent-%d", i), n.Name, readySince(t0.Add(-time.Hour))))
+	}
+	_, m := DecideWith(s, nil)
+	if m == nil {
+		t.Fatal("no memo for a settled DaemonSet")
+	}
+	step := func(what string, wantDeletes, wantLooked int) {
+		t.Helper()
+		p, next := DecideWith(s, m)
+		if next != m || len(p.Deletes) != wantDeletes || m.Looked() != wantLooked {
+			t.Errorf("%s: memo kept %v, %d deletes, looked at %d nodes; want kept, %d deletes, %d nodes",
+				what, next == m, len(p.Deletes), m.Looked(), wantDeletes, wantLooked)
+		}
+	}
+	s.Nodes = slices.Clone(s.Nodes)
+	s.Nodes[2] = s.Nodes[2].DeepCopy()
+	withTaint("maintenance", v1.TaintEffectNoExecute)(s.Nodes[2])
+	step("c tainted NoExecute", 1, 1)
+
+	pod := s.Pods[2]
+	s.InFlight = InFlight{Deletes: map[types.UID]bool{pod.UID: true}}
+	step("the delete in flight", 0, 1)
+
+	s.InFlight = InFlight{}
+	s.Pods = slices.Clone(s.Pods)
+	s.Pods[2] = pod.DeepCopy()
+	terminating()(s.Pods[2])
+	step("the cache shows the pod terminating", 0, 1)
+	step("the pod still terminating, nothing new", 0, 0)
+
+	s.Pods = s.Pods[:2]
+	step("the pod gone", 0, 1)
+}

@@ -75,7 +75,12 @@ type view struct {
 // deleting reports whether pod is on its way out: marked for deletion, or deleted by
 // us already.
 func (v *view) deleting(pod *v1.Pod) bool {
-	return pod.DeletionTimestamp != nil || (len(v.inflight.Deletes) > 0 && v.inflight.Deletes[pod.UID])
+	return pod.DeletionTimestamp != nil || v.deleteInFlight(pod)
+}
+
+// deleteInFlight reports whether pod's delete was sent and is not yet seen.
+func (v *view) deleteInFlight(pod *v1.Pod) bool {
+	return len(v.inflight.Deletes) > 0 && v.inflight.Deletes[pod.UID]
 }
 
 // hasLivePod reports whether a pod on n is neither finished nor on its way out.
