@@ -118,7 +118,9 @@ type Controller struct {
 	revLister appslisters.ControllerRevisionLister
 	nodes     *nodeList
 	pods      cache.Indexer
-	synced    []cache.InformerSynced
+	// podIndex holds the DaemonSet and orphan pods of the pod cache by controller.
+	podIndex *podIndex
+	synced   []cache.InformerSynced
 
 	// classes are the PriorityClasses that rank pod writes; nil in companion mode,
 	// whose deletes rank by the system classes alone.
@@ -173,6 +175,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		opts:         opts,
 		fieldManager: manager,
 		clock:        opts.Clock,
+		podIndex:     newPodIndex(),
 		metrics:      opts.Metrics,
 		events:       broadcaster,
 		recorder:     broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: source}),
@@ -209,9 +212,6 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	revInformer := factory.Apps().V1().ControllerRevisions()
 	podInformer := factory.Core().V1().Pods()
 	nodeInformer := factory.Core().V1().Nodes()
-	if err := podInformer.Informer().AddIndexers(podIndexers()); err != nil {
-		return nil, fmt.Errorf("adding pod indexes: %w", err)
-	}
 	// The caches keep no managed fields (trimForCache), and of a pod only what the
 	// decisions read (daemon.SlimPod): the pod cache holds every pod of the cluster.
 	// Pods and DaemonSets are read first, to notice another controller writing to

@@ -146,6 +146,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
+			c.podIndex.put(pod)
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				key := cache.MetaObjectToName(ds).String()
 				if node, ok := daemon.TargetNode(pod); ok {
@@ -173,6 +174,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			if !ok1 || !ok2 {
 				return
 			}
+			c.podIndex.put(cur)
 			// Only a pod's add can be another controller's create.
 			c.foreign.podGone(cur.UID)
 			if old.ResourceVersion == cur.ResourceVersion {
@@ -204,6 +206,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
+			c.podIndex.remove(pod)
 			c.foreign.podGone(pod.UID)
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				key := cache.MetaObjectToName(ds).String()

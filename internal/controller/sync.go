@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apps "k8s.io/api/apps/v1"
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -94,8 +93,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // snapshot reads what Decide needs for ds from the caches.
 func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot, error) {
 	// The writes in flight are read before the cache: a handler forgets a write only
-	// after the cache shows it, so every write missing from this view is in the
-	// lists below. Read the other way round, a pod added in between would be in
+	// after the cache (for pods, podIndex) shows it, so every write missing from this
+	// view is in the lists below. Read the other way round, a pod added in between would be in
 	// neither, and its node would get a second one.
 	//
 	// The creates still queued that the Plan replaces are read first of all, and
@@ -106,22 +105,7 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes from cache: %w", err)
 	}
-	owned, err := c.pods.ByIndex(byController, string(ds.UID))
-	if err != nil {
-		return nil, fmt.Errorf("listing pods from cache: %w", err)
-	}
-	orphans, err := c.pods.ByIndex(byController, orphanKey(ds.Namespace))
-	if err != nil {
-		return nil, fmt.Errorf("listing pods from cache: %w", err)
-	}
-	pods := make([]*v1.Pod, 0, len(owned)+len(orphans))
-	for _, list := range [][]interface{}{owned, orphans} {
-		for _, obj := range list {
-			if pod, ok := obj.(*v1.Pod); ok {
-				pods = append(pods, pod)
-			}
-		}
-	}
+	pods := c.podIndex.list(string(ds.UID), orphanKey(ds.Namespace))
 	revisions, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)

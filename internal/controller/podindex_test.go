@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func indexedPod(name string, controller *metav1.OwnerReference) *v1.Pod {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
+	if controller != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*controller}
+	}
+	return pod
+}
+
+func controllerRef(kind, uid string) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: uid, UID: types.UID(uid), Controller: new(true)}
+}
+
+func heldNames(pods []*v1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The index follows each pod's controller through adoption, release and deletion,
+// holds the newest object, and never holds pods of other kinds of controller.
+func TestPodIndex(t *testing.T) {
+	ds, other := controllerRef("DaemonSet", "ds-1"), controllerRef("DaemonSet", "ds-2")
+	rs := controllerRef("ReplicaSet", "rs-1")
+	orphans := orphanKey("default")
+	x := newPodIndex()
+	type want map[string][]string // by key, the pod names held
+	steps := []struct {
+		what string
+		do   func()
+		want want
+	}{
+		{"a DaemonSet's pod and an orphan added", func() {
+			x.put(indexedPod("a", ds))
+			x.put(indexedPod("b", nil))
+		}, want{"ds-1": {"a"}, orphans: {"b"}}},
+		{"a ReplicaSet's pod is not held", func() { x.put(indexedPod("c", rs)) },
+			want{"ds-1": {"a"}, orphans: {"b"}, "rs-1": nil}},
+		{"the orphan adopted", func() { x.put(indexedPod("b", ds)) }, want{"ds-1": {"a", "b"}, orphans: nil}},
+		{"a pod released, then taken by a ReplicaSet", func() {
+			x.put(indexedPod("a", nil))
+			x.put(indexedPod("a", rs))
+		}, want{"ds-1": {"b"}, orphans: nil}},
+		{"a pod moved to another DaemonSet", func() { x.put(indexedPod("b", other)) },
+			want{"ds-1": nil, "ds-2": {"b"}}},
+		{"a pod deleted, its last known state stale", func() { x.remove(indexedPod("b", nil)) },
+			want{"ds-2": nil, orphans: nil}},
+	}
+	for _, s := range steps {
+		s.do()
+		for key, pods := range s.want {
+			if got := heldNames(x.list(key)); !slices.Equal(got, pods) {
+				t.Errorf("%s: %s holds %v, want %v", s.what, key, got, pods)
+			}
+		}
+	}
+	if len(x.byKey) != 0 || len(x.keyOf) != 0 {
+		t.Errorf("after every pod went: %d keys, %d pods held; want none", len(x.byKey), len(x.keyOf))
+	}
+
+	newer := indexedPod("d", ds)
+	x.put(indexedPod("d", ds))
+	x.put(newer)
+	x.put(indexedPod("e", nil))
+	if got := x.list("ds-1", orphans); len(got) != 2 || !slices.Contains(got, newer) {
+		t.Errorf("list of ds-1 and the orphans = %v, want d as last put, and e", heldNames(got))
+	}
+}
