@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/everynode/everynode/internal/daemon"
+)
+
+// The pod cache holds slim pods (daemon.SlimPod): of a pod another kind of
+// controller owns only what proves it can never be adopted, even when it matches a
+// DaemonSet's selector; of the DaemonSet's pods what the decisions read. The
+// DaemonSet is served as if the caches held whole pods.
+func TestController_CachesSlimPods(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	nodes := h.createNodes("node", 2, nil)
+	ds := h.createDaemonSet(newDaemonSet("agent"))
+	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
+
+	web, err := h.client.CoreV1().Pods(testNamespace).Create(h.ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: testNamespace,
+			Labels:          map[string]string{"app": "agent"}, // the DaemonSet's selector
+			Annotations:     map[string]string{"example.com/note": "big"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: new(true)}}},
+		Spec: v1.PodSpec{NodeName: "node-0", Containers: []v1.Container{{Name: "web", Image: "example.com/web:v1",
+			Env: []v1.EnvVar{{Name: "MODE", Value: "serve"}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := func(name string) *v1.Pod {
+		obj, ok, err := h.ctrl.pods.GetByKey(testNamespace + "/" + name)
+		if err != nil || !ok {
+			return nil
+		}
+		return obj.(*v1.Pod)
+	}
+	h.waitFor("the ReplicaSet's pod in the cache", func() bool { return cached(web.Name) != nil })
+
+	got := cached(web.Name)
+	want := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: web.Name, Namespace: testNamespace, UID: web.UID,
+		ResourceVersion: got.ResourceVersion, CreationTimestamp: web.CreationTimestamp, OwnerReferences: web.OwnerReferences},
+		Spec: v1.PodSpec{NodeName: "node-0"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cached ReplicaSet pod = %+v, want only its identity, controller and node", got)
+	}
+	if held := h.ctrl.podIndex.list(string(ds.UID), orphanKey(testNamespace)); len(held) != len(nodes) {
+		t.Errorf("the pod index holds %d pods for the DaemonSet and the orphans, want its %d", len(held), len(nodes))
+	}
+
+	// The harness's kubelets have settled the pods: wait for the cache to show each
+	// as stored, then compare.
+	var pods []v1.Pod
+	h.waitFor("the cache to show the DaemonSet's pods as stored", func() bool {
+		pods = h.podsOf(ds)
+		for i := range pods {
+			if c := cached(pods[i].Name); c == nil || c.ResourceVersion != pods[i].ResourceVersion {
+				return false
+			}
+		}
+		return len(pods) == len(nodes)
+	})
+	for i := range pods {
+		pod := &pods[i]
+		c := cached(pod.Name)
+		if !reflect.DeepEqual(c, daemon.SlimPod(pod)) {
+			t.Errorf("cached pod %s = %+v, want daemon.SlimPod of the stored one", pod.Name, c)
+		}
+		if len(c.Spec.Containers) != 1 || c.Spec.Containers[0].Image != "" || c.Labels[daemon.HashLabel] == "" {
+			t.Errorf("cached pod %s: containers %+v, labels %v; want the container's name only, and the labels",
+				pod.Name, c.Spec.Containers, c.Labels)
+		}
+	}
+
+	served := func() bool {
+		s := h.daemonSet("agent").Status
+		return h.converged("agent", nodes) && s.DesiredNumberScheduled == 2 && s.CurrentNumberScheduled == 2
+	}
+	h.holdsFor(300*time.Millisecond, "the DaemonSet served, the ReplicaSet's pod neither adopted nor counted", served)
+	stored, err := h.client.CoreV1().Pods(testNamespace).Get(h.ctx, web.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stored.OwnerReferences, web.OwnerReferences) {
+		t.Errorf("the ReplicaSet's pod's owners = %+v, want unchanged", stored.OwnerReferences)
+	}
+}
