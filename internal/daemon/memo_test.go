@@ -363,12 +363,11 @@ func mustDecideWith(t *testing.T, s *Snapshot, m *Memo) Plan {
 	return p
 }
 
-// Looked counts the nodes a decision from the memo looked at again: none on a
-// settled DaemonSet with nothing new, one when one node's object is new, and the
-// node whose pod was created meanwhile.
-func TestMemoLooked(t *testing.T) {
+// servedSnapshot is a snapshot of DaemonSet agent, its revision stored, with a pod
+// long Ready on each of the first served nodes of ns.
+func servedSnapshot(t *testing.T, ns []*v1.Node, served int) *Snapshot {
+	t.Helper()
 	ds := newDS("agent")
-	ns := nodes("a", "b", "c", "d")
 	s := snap(ds, ns)
 	patch, err := TemplatePatch(&ds.Spec.Template)
 	if err != nil {
@@ -376,9 +375,18 @@ func TestMemoLooked(t *testing.T) {
 	}
 	hash := hashOf(ds)
 	s.Revisions = []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)}
-	for i, n := range ns[:3] {
+	for i, n := range ns[:served] {
 		s.Pods = append(s.Pods, newPod(ds, fmt.Sprintf("agent-%d", i), n.Name, readySince(t0.Add(-time.Hour))))
 	}
+	return s
+}
+
+// Looked counts the nodes a decision from the memo looked at again: none on a
+// settled DaemonSet with nothing new, one when one node's object is new, and the
+// node whose pod was created meanwhile.
+func TestMemoLooked(t *testing.T) {
+	s := servedSnapshot(t, nodes("a", "b", "c", "d"), 3)
+	ds := s.DaemonSet
 	p, m := DecideWith(s, nil)
 	if m == nil || len(p.Creates) != 1 {
 		t.Fatalf("first decision: memo %v, creates %v; want a memo and d's create", m != nil, p.Creates)
@@ -404,18 +412,7 @@ func TestMemoLooked(t *testing.T) {
 // A node whose pod is on its way out is looked at while its delete is in flight and
 // when the pod object changes, not at every decision while the pod terminates.
 func TestMemoLookedWhilePodTerminates(t *testing.T) {
-	ds := newDS("agent")
-	ns := nodes("a", "b", "c")
-	s := snap(ds, ns)
-	patch, err := TemplatePatch(&ds.Spec.Template)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hash := hashOf(ds)
-	s.Revisions = []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hash, hash, patch, 1)}
-	for i, n := range ns {
-		s.Pods = append(s.Pods, newPod(ds, fmt.Sprintf("agent-%d", i), n.Name, readySince(t0.Add(-time.Hour))))
-	}
+	s := servedSnapshot(t, nodes("a", "b", "c"), 3)
 	_, m := DecideWith(s, nil)
 	if m == nil {
 		t.Fatal("no memo for a settled DaemonSet")
