@@ -45,6 +45,9 @@ func podIndexKey(pod *v1.Pod) (string, bool) {
 // put records pod as it is now, moving it if its controller changed.
 func (x *podIndex) put(pod *v1.Pod) {
 	key, ok := podIndexKey(pod)
+	if !ok && !x.holds(pod.UID) {
+		return // the common case in a big cluster: another controller's pod
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if was, held := x.keyOf[pod.UID]; held && (!ok || was != key) {
@@ -60,6 +63,13 @@ func (x *podIndex) put(pod *v1.Pod) {
 	}
 	set[pod.UID] = pod
 	x.keyOf[pod.UID] = key
+}
+
+func (x *podIndex) holds(uid types.UID) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, held := x.keyOf[uid]
+	return held
 }
 
 // remove forgets pod, wherever it was held.

@@ -180,8 +180,8 @@ func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
 	}
 	if len(n.pods) == 1 {
 		e.pod = n.pods[0]
-		// A pod already marked for deletion is not: it changes only by going,
-		// which the comparison sees.
+		// A pod the cache shows marked for deletion does not keep its node pending:
+		// it changes only by going, which the comparison sees.
 		e.pending = e.pending || v.deleteInFlight(e.pod)
 	}
 	writes := len(p.Creates) + len(p.Deletes)
