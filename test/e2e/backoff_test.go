@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/everynode/everynode/internal/inspect"
 	"github.com/everynode/everynode/internal/nodesim"
 )
@@ -38,8 +40,14 @@ func TestExplainShowsTheFailedPodBackoff(t *testing.T) {
 	if !strings.Contains(last.WaitMessage, "failed pods here so far") {
 		t.Errorf("wait message %q does not count the failures", last.WaitMessage)
 	}
-	detail := mustEverynode(t, "explain", "agent", nodes[0], "-n", ns)
-	if !strings.Contains(detail, "failed pods here so far") {
-		t.Errorf("explain of node %s does not show the back-off:\n%s", nodes[0], detail)
+	// The text form is read in a loop of its own: a back-off window lasts seconds, and
+	// when it ends between the two commands the node shows a new, pending pod instead.
+	var detail string
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, waitTimeout, true, func(context.Context) (bool, error) {
+		detail = mustEverynode(t, "explain", "agent", nodes[0], "-n", ns)
+		return strings.Contains(detail, "failed pods here so far"), nil
+	})
+	if err != nil {
+		t.Errorf("explain of node %s never showed the back-off; last:\n%s", nodes[0], detail)
 	}
 }
