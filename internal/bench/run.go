@@ -59,7 +59,7 @@ type Options struct {
 	Keep          bool
 	ByResource    bool
 	// ProfileDir, if set, receives CPU profiles of everynode's controller over
-	// each scenario run (see startProfiler).
+	// each scenario run and a heap profile at its end (see startProfiler).
 	ProfileDir string
 	// EveryNodeArgs are added to the command line of everynode's controller (for
 	// trying its flags; the default is none).
@@ -373,7 +373,7 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 	anon := sampler.Stop()
 	if prof != nil {
 		n, err := prof.stop()
-		r.logf("%d CPU profiles of %v each in %s (%s-%s-*.pprof); error: %v", n, profileChunk, r.o.ProfileDir, sc.name, ctrl, err)
+		r.logf("%d CPU profiles of %v each and a heap profile in %s (%s-%s-*.pprof); error: %v", n, profileChunk, r.o.ProfileDir, sc.name, ctrl, err)
 	}
 	if s, err := ReadProc(r.ctrl.Pid()); err == nil {
 		r.add(Metric{Name: "controller peak RSS, VmHWM (MiB)", Unit: Bytes, Value: float64(s.PeakRSS)})

@@ -23,8 +23,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/everynode/everynode/internal/daemon"
 )
 
 // Modes of the controller.
@@ -213,7 +211,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	podInformer := factory.Core().V1().Pods()
 	nodeInformer := factory.Core().V1().Nodes()
 	// The caches keep no managed fields (trimForCache), and of a pod only what the
-	// decisions read (daemon.SlimPod): the pod cache holds every pod of the cluster.
+	// decisions read (cachedPod): the pod cache holds every pod of the cluster.
 	// Pods and DaemonSets are read first, to notice another controller writing to
 	// our DaemonSets.
 	for _, inf := range []cache.SharedIndexInformer{podInformer.Informer(), dsInformer.Informer()} {
@@ -222,7 +220,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 				c.foreign.observe(obj)
 			}
 			if pod, ok := obj.(*v1.Pod); ok {
-				return daemon.SlimPod(pod), nil
+				return cachedPod(pod), nil
 			}
 			return trimForCache(obj)
 		}); err != nil {

@@ -139,12 +139,16 @@ func (c *Controller) selecting(namespace string, set labels.Set) []*apps.DaemonS
 	return out
 }
 
+// podHandler keeps the pod index and wakes the DaemonSets a pod event concerns. The
+// cache holds a pod another kind of controller controls as metadata only (cachedPod),
+// so an update may carry a *v1.Pod on one side and a PartialObjectMetadata on the
+// other: everything but the index and a new pod's node is read from the metadata.
 func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			pod, ok := obj.(*v1.Pod)
 			if !ok {
-				return
+				return // another controller's pod: nothing of ours to wake
 			}
 			c.podIndex.put(pod)
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
@@ -169,49 +173,53 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			}
 		},
 		UpdateFunc: func(oldObj, newObj interface{}) {
-			old, ok1 := oldObj.(*v1.Pod)
-			cur, ok2 := newObj.(*v1.Pod)
+			old, ok1 := oldObj.(metav1.Object)
+			cur, ok2 := newObj.(metav1.Object)
 			if !ok1 || !ok2 {
 				return
 			}
-			c.podIndex.put(cur)
+			if pod, whole := newObj.(*v1.Pod); whole {
+				c.podIndex.put(pod)
+			} else {
+				c.podIndex.remove(cur.GetUID())
+			}
 			// Only a pod's add can be another controller's create.
-			c.foreign.podGone(cur.UID)
-			if old.ResourceVersion == cur.ResourceVersion {
+			c.foreign.podGone(cur.GetUID())
+			if old.GetResourceVersion() == cur.GetResourceVersion() {
 				return
 			}
 			oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
 			if !reflect.DeepEqual(oldRef, curRef) {
-				if ds := c.owner(old.Namespace, oldRef); ds != nil {
+				if ds := c.owner(old.GetNamespace(), oldRef); ds != nil {
 					c.enqueueBatched(ds)
 				}
 			}
-			if ds := c.owner(cur.Namespace, curRef); ds != nil {
+			if ds := c.owner(cur.GetNamespace(), curRef); ds != nil {
 				key := cache.MetaObjectToName(ds).String()
-				if cur.DeletionTimestamp != nil {
-					c.inflight.deleteDone(key, cur.UID)
+				if cur.GetDeletionTimestamp() != nil {
+					c.inflight.deleteDone(key, cur.GetUID())
 				}
-				c.inflight.updateSeen(key, cur.UID, cur.Labels[daemon.HashLabel])
+				c.inflight.updateSeen(key, cur.GetUID(), cur.GetLabels()[daemon.HashLabel])
 				c.enqueueBatched(ds)
 				return
 			}
-			if curRef == nil && (!reflect.DeepEqual(old.Labels, cur.Labels) || oldRef != nil) {
-				for _, ds := range c.selecting(cur.Namespace, cur.Labels) {
+			if curRef == nil && (!reflect.DeepEqual(old.GetLabels(), cur.GetLabels()) || oldRef != nil) {
+				for _, ds := range c.selecting(cur.GetNamespace(), cur.GetLabels()) {
 					c.enqueueBatched(ds)
 				}
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			pod, ok := unwrap[*v1.Pod](obj)
+			pod, ok := unwrap[metav1.Object](obj)
 			if !ok {
 				return
 			}
-			c.podIndex.remove(pod)
-			c.foreign.podGone(pod.UID)
-			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
+			c.podIndex.remove(pod.GetUID())
+			c.foreign.podGone(pod.GetUID())
+			if ds := c.owner(pod.GetNamespace(), metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				key := cache.MetaObjectToName(ds).String()
-				c.inflight.deleteDone(key, pod.UID)
-				c.inflight.updateDone(key, pod.UID)
+				c.inflight.deleteDone(key, pod.GetUID())
+				c.inflight.updateDone(key, pod.GetUID())
 				logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
 				c.enqueueBatched(ds)
 			}

@@ -72,12 +72,16 @@ func (x *podIndex) holds(uid types.UID) bool {
 	return held
 }
 
-// remove forgets pod, wherever it was held.
-func (x *podIndex) remove(pod *v1.Pod) {
+// remove forgets the pod with uid, wherever it was held. Another controller's pod,
+// the common case, costs a read lock only.
+func (x *podIndex) remove(uid types.UID) {
+	if !x.holds(uid) {
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if was, held := x.keyOf[pod.UID]; held {
-		x.removeLocked(pod.UID, was)
+	if was, held := x.keyOf[uid]; held {
+		x.removeLocked(uid, was)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestPodIndex(t *testing.T) {
 		}, want{"ds-1": {"b"}, orphans: nil}},
 		{"a pod moved to another DaemonSet", func() { x.put(indexedPod("b", other)) },
 			want{"ds-1": nil, "ds-2": {"b"}}},
-		{"a pod deleted, its last known state stale", func() { x.remove(indexedPod("b", nil)) },
+		{"a pod deleted, its last known state stale", func() { x.remove(indexedPod("b", nil).UID) },
 			want{"ds-2": nil, orphans: nil}},
 	}
 	for _, s := range steps {
