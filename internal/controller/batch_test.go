@@ -42,18 +42,21 @@ func TestSyncBatcher(t *testing.T) {
 	}
 }
 
-// Ten pods turning unready within about 200ms: with a batch period that spans them,
-// the first flip syncs at once and one more sync handles the rest, so the status is
-// written about twice; without one, the flips make syncs (and status writes) of their
-// own. Either way the status ends up counting every pod unready.
+// Ten pods turning unready one after another: with a batch period that spans them
+// (20ms apart), the first flip syncs at once and one more sync handles the rest, so
+// the status is written about twice; without one, the flips make syncs (and status
+// writes) of their own. They are 60ms apart then, longer than a sync takes even under
+// the race detector on a loaded machine, so that the workqueue does not merge them.
+// Either way the status ends up counting every pod unready.
 func TestController_PodEventsOfOneMomentMakeOneSync(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		batch    time.Duration
+		spacing  time.Duration
 		min, max int32
 	}{
-		{name: "batched", batch: 700 * time.Millisecond, min: 1, max: 3},
-		{name: "unbatched", batch: -1, min: 5, max: 10},
+		{name: "batched", batch: 700 * time.Millisecond, spacing: 20 * time.Millisecond, min: 1, max: 3},
+		{name: "unbatched", batch: -1, spacing: 60 * time.Millisecond, min: 5, max: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, harnessOptions{batch: tc.batch})
@@ -63,7 +66,7 @@ func TestController_PodEventsOfOneMomentMakeOneSync(t *testing.T) {
 			time.Sleep(max(tc.batch, 0) + 100*time.Millisecond) // past the last batch
 
 			writes := h.countStatusWrites()
-			flipped := h.makeUnready(ds, 20*time.Millisecond)
+			flipped := h.makeUnready(ds, tc.spacing)
 			h.waitFor("the status to count every pod unready", func() bool {
 				return h.daemonSet("agent").Status.NumberReady == 0
 			})

@@ -13,7 +13,9 @@ func TestController_CountsPodsAvailableAfterMinReadySeconds(t *testing.T) {
 	nodes := h.createNodes("node", 3, nil)
 	ds := h.createDaemonSet(func() *apps.DaemonSet {
 		ds := newDaemonSet("agent")
-		ds.Spec.MinReadySeconds = 1
+		// Long enough that the state "Ready, not yet available" outlasts the pods'
+		// creation, a sync and a status write even under the race detector.
+		ds.Spec.MinReadySeconds = 3
 		return ds
 	}())
 	h.waitFor("every pod Ready but none available yet", func() bool {
@@ -22,14 +24,14 @@ func TestController_CountsPodsAvailableAfterMinReadySeconds(t *testing.T) {
 	})
 	// No pod or node changes from here on: only the controller's own requeue can
 	// bring the status up to date.
-	h.waitForWithin(3*time.Second, "every pod available", func() bool {
+	h.waitForWithin(6*time.Second, "every pod available", func() bool {
 		s := h.daemonSet("agent").Status
 		return s.NumberAvailable == 3 && s.NumberUnavailable == 0
 	})
 	seen := time.Now()
 	for _, pod := range h.podsOf(ds) {
 		for _, c := range pod.Status.Conditions {
-			if c.Type == v1.PodReady && seen.Before(c.LastTransitionTime.Add(time.Second)) {
+			if c.Type == v1.PodReady && seen.Before(c.LastTransitionTime.Add(3*time.Second)) {
 				t.Errorf("pod %s, Ready since %v, was counted available within minReadySeconds", pod.Name, c.LastTransitionTime)
 			}
 		}

@@ -344,7 +344,7 @@ func TestFaults(t *testing.T) {
 				faulty := c.run(t, sc, &faults)
 				base := clean[sc.name]
 				line := fmt.Sprintf("%-15s writes %4d without faults, %4d with (%+d); faults injected %+v; %s and %s",
-					sc.name, base.writes.all, faulty.writes.all, faulty.writes.all-base.writes.all, faulty.faults,
+					sc.name, base.writes.sent, faulty.writes.sent, faulty.writes.sent-base.writes.sent, faulty.faults,
 					base.took.Round(100*time.Millisecond), faulty.took.Round(100*time.Millisecond))
 				t.Log(line)
 				t.Logf("writes without faults %s; with %s", writeKeys(base.counts), writeKeys(faulty.counts))

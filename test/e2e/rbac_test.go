@@ -64,7 +64,10 @@ func exerciseRollout(t *testing.T, client kubernetes.Interface, newDS func(ns st
 	if ds.Annotations == nil {
 		ds.Annotations = map[string]string{}
 	}
-	ds.Annotations["rollout.everynode.dev/progress-deadline"] = "5s"
+	// The deadline leaves a freshly started sandbox time to make the first revision's
+	// pods Ready; min-healthy keeps the bake short whatever the deadline.
+	ds.Annotations["rollout.everynode.dev/progress-deadline"] = "15s"
+	ds.Annotations["rollout.everynode.dev/min-healthy"] = "2s"
 	ds.Annotations["rollout.everynode.dev/on-failure"] = "rollback"
 	if _, err := client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -263,7 +263,7 @@ func TestRolloutPolicyWavesGoZoneByZone(t *testing.T) {
 	}
 	ds := daemonSet(ns, "agent", map[string]string{"e2e/pool": ns})
 	ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptrIntOrString(intstr.FromInt32(2))
-	ds.Annotations = map[string]string{annWaves: "e2e/zone", annWaveOrder: "c,a", "rollout.everynode.dev/wave-pause": "2s"}
+	ds.Annotations = map[string]string{annWaves: "e2e/zone", annWaveOrder: "c,a", "rollout.everynode.dev/wave-pause": "5s"}
 	createDaemonSet(t, ds)
 	waitRolledOut(t, ns, "agent", 6)
 	rev1 := waitRevisionHash(t, ns, "agent", 1)
