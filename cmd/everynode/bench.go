@@ -49,7 +49,8 @@ Scenarios (--scenarios, in this order; all but burst by default):
              node simulator's sim.everynode.dev/ready pod annotation), counting
              DaemonSet status writes
   big-cluster --big-nodes nodes running --big-pods pods of no DaemonSet (created
-             bound by a plain client before the controller starts), then
+             bound by a plain client before the controller starts, then adopted
+             by a ReplicaSet), then
              --big-daemonsets DaemonSets: the controller's peak memory with every pod
              of the cluster in its cache
   burst      --burst-nodes nodes × 20 DaemonSets (a CNI agent of priority class
@@ -109,7 +110,7 @@ sizes; the first build of everynode takes much longer.`,
 	fs.IntVar(&o.SteadyDaemonSets, "steady-daemonsets", o.SteadyDaemonSets, "DaemonSets (on every node) of the steady scenario.")
 	fs.IntVar(&o.SteadyPercent, "steady-flip-percent", o.SteadyPercent, "Percent of the steady scenario's pods made unready, then ready.")
 	fs.IntVar(&o.BigNodes, "big-nodes", o.BigNodes, "Nodes of the big-cluster scenario.")
-	fs.IntVar(&o.BigPods, "big-pods", o.BigPods, "Pods of no DaemonSet the big-cluster scenario runs before the controller starts.")
+	fs.IntVar(&o.BigPods, "big-pods", o.BigPods, "Pods of no DaemonSet, controlled by a ReplicaSet, the big-cluster scenario runs before the controller starts.")
 	fs.IntVar(&o.BigDaemonSets, "big-daemonsets", o.BigDaemonSets, "DaemonSets (on every node) of the big-cluster scenario.")
 	fs.IntVar(&o.BurstNodes, "burst-nodes", o.BurstNodes, "Nodes of the burst scenario's settled cluster.")
 	fs.IntVar(&o.BurstAdd, "burst-add", o.BurstAdd, "Nodes the burst scenario adds at once.")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,9 +22,9 @@ const labelWorkload = "bench.everynode.dev/workload"
 
 // bigCluster is what a DaemonSet controller pays for on a large cluster: every pod
 // of the cluster is in its pod cache. Before the controller starts, BigPods pods
-// that belong to no DaemonSet (a web application's, say) are created bound to the
-// nodes by a plain client and run; then BigDaemonSets DaemonSets are created on
-// every node. The measures that matter are the controller's peak memory (VmHWM,
+// that belong to no DaemonSet (a web application's) are created bound to the nodes
+// by a plain client and run, and a ReplicaSet adopts them, as a real application's
+// pods are controlled; then BigDaemonSets DaemonSets are created on every node. The measures that matter are the controller's peak memory (VmHWM,
 // and sampled RssAnon); the time to converge is reported too.
 func bigCluster(name string, o Options) scenario {
 	n, pods := o.BigNodes, o.BigPods
@@ -45,6 +46,10 @@ func bigCluster(name string, o Options) scenario {
 				return err
 			}
 			r.logf("%d workload pods running after %v", pods, time.Since(t0).Round(time.Second))
+			if err := adoptWorkload(r, pods); err != nil {
+				return err
+			}
+			r.logf("%d workload pods controlled by ReplicaSet %s after %v", pods, workloadName, time.Since(t0).Round(time.Second))
 			return sleep(r.ctx, settle)
 		},
 		run: func(r *runCtx) error {
@@ -112,6 +117,50 @@ func waitPodsRunning(ctx context.Context, r *runCtx, want int, timeout time.Dura
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %d workload pods to run: %w", want, err)
+	}
+	return nil
+}
+
+// workloadName is the big-cluster scenario's ReplicaSet.
+const workloadName = "web"
+
+// adoptWorkload creates a ReplicaSet of want replicas that selects the workload pods
+// and waits until kube-controller-manager's ReplicaSet controller has adopted every
+// one. They already run, so it creates none.
+func adoptWorkload(r *runCtx, want int) error {
+	labels := map[string]string{labelWorkload: workloadName}
+	rs := &apps.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: workloadName},
+		Spec: apps.ReplicaSetSpec{
+			Replicas: new(int32(want)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       workloadPod(0, "").Spec,
+			},
+		},
+	}
+	if _, err := r.sb.Client.AppsV1().ReplicaSets(Namespace).Create(r.ctx, rs, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the workload's ReplicaSet: %w", err)
+	}
+	err := wait.PollUntilContextTimeout(r.ctx, 2*time.Second, r.o.Timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := r.sb.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelWorkload, ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		owned := 0
+		for i := range list.Items {
+			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "ReplicaSet" {
+				owned++
+			}
+		}
+		if len(list.Items) > want {
+			return false, fmt.Errorf("the ReplicaSet made pods of its own: %d workload pods, want %d", len(list.Items), want)
+		}
+		return owned == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the ReplicaSet to adopt %d workload pods: %w", want, err)
 	}
 	return nil
 }
