@@ -24,8 +24,9 @@ const labelWorkload = "bench.everynode.dev/workload"
 // of the cluster is in its pod cache. Before the controller starts, BigPods pods
 // that belong to no DaemonSet (a web application's) are created bound to the nodes
 // by a plain client and run, and a ReplicaSet adopts them, as a real application's
-// pods are controlled; then BigDaemonSets DaemonSets are created on every node. The measures that matter are the controller's peak memory (VmHWM,
-// and sampled RssAnon); the time to converge is reported too.
+// pods are controlled; then BigDaemonSets DaemonSets are created on every node. The
+// measures that matter are the controller's peak memory (VmHWM, and sampled
+// RssAnon); the time to converge is reported too.
 func bigCluster(name string, o Options) scenario {
 	n, pods := o.BigNodes, o.BigPods
 	title := fmt.Sprintf("big cluster: %d nodes, %d pods of no DaemonSet, then %d DaemonSets", n, pods, o.BigDaemonSets)

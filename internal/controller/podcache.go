@@ -14,8 +14,9 @@ import (
 // its deletion, about a fifth of the memory of even an empty v1.Pod. Any other pod
 // is kept as daemon.SlimPod: what the decisions read.
 //
-// The pod handler therefore meets both types; a pod whose controller changes moves
-// between them.
+// The pod handler therefore meets both types, and a pod whose controller changes
+// moves between them. No pod lister may be made over this cache: a lister's List
+// would meet the metadata where it expects a *v1.Pod.
 func cachedPod(pod *v1.Pod) any {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind == "DaemonSet" {
