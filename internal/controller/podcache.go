@@ -19,7 +19,7 @@ import (
 // would meet the metadata where it expects a *v1.Pod.
 func cachedPod(pod *v1.Pod) any {
 	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.Kind == "DaemonSet" {
+	if daemonSetMayHold(ref) {
 		return daemon.SlimPod(pod)
 	}
 	return &metav1.PartialObjectMetadata{
@@ -30,4 +30,10 @@ func cachedPod(pod *v1.Pod) any {
 			OwnerReferences: []metav1.OwnerReference{*ref},
 		},
 	}
+}
+
+// daemonSetMayHold reports whether a pod whose controller reference is ref may be a
+// DaemonSet's: one controls it, or nothing does (an orphan, which one may adopt).
+func daemonSetMayHold(ref *metav1.OwnerReference) bool {
+	return ref == nil || ref.Kind == "DaemonSet"
 }

@@ -34,12 +34,12 @@ func orphanKey(namespace string) string { return "orphan/" + namespace }
 func podIndexKey(pod *v1.Pod) (string, bool) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	switch {
+	case !daemonSetMayHold(ref):
+		return "", false
 	case ref == nil:
 		return orphanKey(pod.Namespace), true
-	case ref.Kind == "DaemonSet":
-		return string(ref.UID), true
 	}
-	return "", false
+	return string(ref.UID), true
 }
 
 // put records pod as it is now, moving it if its controller changed.

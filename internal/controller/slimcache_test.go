@@ -32,13 +32,7 @@ func TestController_CachesSlimPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cachedObj := func(name string) any {
-		obj, ok, err := h.ctrl.pods.GetByKey(testNamespace + "/" + name)
-		if err != nil || !ok {
-			return nil
-		}
-		return obj
-	}
+	cachedObj := h.cachedPod
 	cached := func(name string) *v1.Pod {
 		pod, _ := cachedObj(name).(*v1.Pod)
 		return pod
@@ -106,10 +100,7 @@ func TestController_FollowsAPodBetweenControllers(t *testing.T) {
 	nodes := h.createNodes("node", 2, nil)
 	ds := h.createDaemonSet(newDaemonSet("agent"))
 	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
-	cachedObj := func(name string) any {
-		obj, _, _ := h.ctrl.pods.GetByKey(testNamespace + "/" + name)
-		return obj
-	}
+	cachedObj := h.cachedPod
 
 	taken := h.podsByNode(ds)["node-0"][0]
 	rs := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: new(true)}
@@ -152,4 +143,14 @@ func TestController_FollowsAPodBetweenControllers(t *testing.T) {
 		return ref != nil && ref.UID == ds.UID
 	})
 	h.waitFor("one pod of the DaemonSet per node again", func() bool { return h.converged("agent", nodes) })
+}
+
+// cachedPod is what the controller's pod cache holds for the pod name of the test
+// namespace: a *v1.Pod, a *metav1.PartialObjectMetadata, or nil.
+func (h *harness) cachedPod(name string) any {
+	obj, ok, err := h.ctrl.pods.GetByKey(testNamespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	return obj
 }

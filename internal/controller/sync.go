@@ -94,8 +94,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot, error) {
 	// The writes in flight are read before the cache: a handler forgets a write only
 	// after the cache (for pods, podIndex) shows it, so every write missing from this
-	// view is in the lists below. Read the other way round, a pod added in between would be in
-	// neither, and its node would get a second one.
+	// view is in the lists below. Read the other way round, a pod added in between
+	// would be in neither, and its node would get a second one.
 	//
 	// The creates still queued that the Plan replaces are read first of all, and
 	// decided as if not in flight (writeQueue.queued).
