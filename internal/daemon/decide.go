@@ -4,28 +4,69 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
+
+// The entry points. Each runs the stages in order over one Snapshot:
+//
+//	Decide        claim → history → placement → update → status   (full mode)
+//	DecideWith    the same, from a Memo when only nodes and pods changed
+//	DecideUpdate  update alone, over another controller's placement (companion mode)
 
 // defaultRevisionHistoryLimit applies when the DaemonSet sets none.
 const defaultRevisionHistoryLimit = 10
 
 // Decide computes what to do for the DaemonSet of s. See the package comment for its
-// promises; each step's rules are documented where they are implemented:
-// decideClaim (ownership), decideHistory (revisions), manage (placement), rollOut
-// (updates) and count (status).
+// promises; each stage's rules are documented where they are implemented: claim.go
+// (ownership), history.go (revisions), placement.go, update.go and status.go.
 func Decide(s *Snapshot) Plan {
 	p, _ := decide(s)
 	return p
 }
 
-// decide is Decide, also returning the view the rules worked on (nil when they did
-// not get that far), with every node told what it waits for.
-func decide(s *Snapshot) (Plan, *view) {
+// DecideWith is Decide for a caller that keeps a Memo per DaemonSet: it passes the
+// one the previous call returned (nil at first) and keeps the one it gets back (nil
+// when the DaemonSet is not memoable).
+func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
+	if m != nil {
+		if p, ok := m.decide(s); ok {
+			return p, m
+		}
+	}
+	p, d := decide(s)
+	return p, newMemo(s, &p, d)
+}
+
+// DecideUpdate is Decide for companion mode: the update stage alone, over the pods and
+// revisions another controller placed and recorded. Its Plan holds only pod deletes,
+// revision marks, a rollback, the Progressing condition (in Progressing, never in
+// Status) and events; it never creates a pod or a revision, adopts or releases
+// anything, or counts pods into the status.
+func DecideUpdate(s *Snapshot) Plan {
+	p, _ := decideUpdate(s)
+	return p
+}
+
+// decision is what the stages of one decision worked out, for Explain and the Memo.
+type decision struct {
+	placement *Placement
+	update    *updater // nil when the update stage did not run
+	selector  labels.Selector
+	memoable  bool // no policy, no duplicate revisions: the rules are per node
+	// settled: no write is in flight and placement planned none (in companion mode:
+	// none of everynode's writes is in flight), so an update was assessed.
+	settled bool
+}
+
+// decide is Decide, also returning what the stages worked out (nil when they did not
+// get that far).
+func decide(s *Snapshot) (Plan, *decision) {
 	ds := s.DaemonSet
 	var p Plan
 	if ds.DeletionTimestamp != nil {
@@ -47,113 +88,228 @@ func decide(s *Snapshot) (Plan, *view) {
 		return invalid(p, fmt.Sprintf("spec.template cannot be recorded as a revision: %v", err)), nil
 	}
 
+	// Ownership and history.
 	claimed := claimPods(s, selector, &p)
 	controlled, nameTaken := claimRevisions(s, selector, &p)
 	hp := decideHistory(ds, patch, controlled, nameTaken)
-	p.LabelRevisions = hp.label
 	if hp.collided {
-		// The name for the new revision is taken: salt the hash and look again once
-		// the status write is seen.
-		// An unset count counts as zero, so the first collision makes it one.
-		next := ds.Status.DeepCopy()
-		next.CollisionCount = new(int32)
-		if ds.Status.CollisionCount != nil {
-			*next.CollisionCount = *ds.Status.CollisionCount
-		}
-		*next.CollisionCount++
-		p.Status = next
+		p.LabelRevisions = hp.label
+		p.Status = collided(ds)
 		return p, nil
 	}
-	if hp.create {
-		p.CreateRevision = hp.current
-	}
-	if hp.renumber {
-		p.RenumberRevision = hp.current
-	}
-	p.DedupRevisions = hp.dedup
-	p.Hash = hp.current.Labels[HashLabel]
-	for _, pod := range claimed {
-		if hp.dupHashs[pod.Labels[HashLabel]] {
-			p.Relabel = append(p.Relabel, pod)
-		}
-	}
+	hp.record(claimed, &p)
 
-	elig := s.Eligibility
-	if elig == nil {
-		elig = NewEligibility(&ds.Spec.Template.Spec)
-	}
-	v := newView(s, elig, p.Hash, claimed)
-	v.dupHashes = hp.dupHashs
-	pol := ParsePolicy(ds.Annotations)
-	pol.checkStrategy(ds, false)
-	v.minHealthy = pol.MinHealthy
-	v.selector, v.memoable = selector, !pol.Set && len(hp.dupHashs) == 0
-	driven := drivesUpdate(ds, &pol)
-	if driven && pol.StableNewNodes {
-		if v.stable = stableTemplate(ds, hp.old, claimed, v.updated); v.stable != nil {
-			v.stableGate = v.newNodeGate(&pol, hp.current, hp.old, rolloutSince(ds, s.Now))
-		}
-	}
-	v.surge = allowsSurge(ds)
-	v.place(s.Backoff, &p)
-	c, wait := v.count()
-	// The update moves only once the placement rules are satisfied and every earlier
-	// write has been seen, so its budget is computed from a settled state.
+	// Placement.
+	pol := policyOf(s, false)
+	pl := newPlacement(s, eligibilityOf(s), p.Hash, hp.dupHashs, claimed, allowsSurge(ds))
+	d := &decision{placement: pl, selector: selector, memoable: !pol.Set && len(hp.dupHashs) == 0}
+	// The Plan takes copies: the update stage adds to them, and the Placement stays
+	// as placement left it.
+	p.Creates, p.Deletes = slices.Clone(pl.creates), slices.Clone(pl.deletes)
+	p.Events, p.FailedPodNodes = append(p.Events, pl.events...), slices.Clone(pl.failedPodNodes)
+
+	// Update: joining nodes and surge pairs at every sync; the rollout itself once
+	// placement is settled and every earlier write has been seen, so its budget is
+	// computed from a settled state.
 	var cond *apps.DaemonSetCondition
 	concluded := false
-	v.settled = len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty()
-	if v.settled && driven {
-		cond, concluded = v.update(&pol, revisions{current: hp.current, old: hp.old, unsaved: hp.create}, c, &p)
+	if drivesUpdate(ds, &pol) {
+		d.update = newUpdater(pl, &pol, revisions{current: hp.current, old: hp.old, unsaved: hp.create}, s.InPlaceRefused)
+		d.update.joiningNodes(claimed, &p)
+		d.update.retireSurged(&p)
+	}
+	d.settled = len(p.Creates) == 0 && len(p.Deletes) == 0 && s.InFlight.Empty()
+	if d.settled && d.update != nil {
+		cond, concluded = d.update.update(pl.counts, &p)
 	}
 	finishPodChanges(s, &p)
 
-	limit := int32(defaultRevisionHistoryLimit)
-	if ds.Spec.RevisionHistoryLimit != nil {
-		limit = *ds.Spec.RevisionHistoryLimit
-	}
-	if len(hp.old) > int(limit) {
-		// Only then do the pods' hashes matter; most syncs skip the pass over them.
-		p.PruneRevisions = revisionsToPrune(hp.old, limit, liveHashes(claimed))
-	}
-	p.Status = nextStatus(ds, c, s.InFlight.Empty(), ds.Status.CollisionCount)
+	// Status and history's tail.
+	p.PruneRevisions = hp.prune(ds, claimed)
+	p.Status = nextStatus(ds, pl.counts, s.InFlight.Empty(), ds.Status.CollisionCount)
 	if concluded {
-		p.Status = v.withProgressing(p.Status, cond, &p)
+		p.Status = statusWithProgressing(ds, p.Status, cond, &p)
 	}
-	p.requeueWithin(wait)
-	p.Waiting = v.waitCounts()
-	return p, v
+	p.RequeueAfter = d.requeueAfter()
+	p.Waiting = d.waitCounts()
+	return p, d
+}
+
+// decideUpdate is DecideUpdate, also returning what the update stage worked out (nil
+// when it has nothing to look at).
+func decideUpdate(s *Snapshot) (Plan, *decision) {
+	ds := s.DaemonSet
+	var p Plan
+	if !CompanionManages(ds) || ds.DeletionTimestamp != nil {
+		return p, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return p, nil // the other controller reports a selector it cannot use
+	}
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		return p, nil
+	}
+	revs, ok := recordedRevisions(s, patch)
+	if !ok {
+		// The other controller has not recorded the template yet; its revision
+		// write brings the DaemonSet back.
+		return p, nil
+	}
+	p.Hash = revs.current.Labels[HashLabel]
+	var owned []*v1.Pod
+	for _, pod := range s.Pods {
+		if metav1.IsControlledBy(pod, ds) {
+			owned = append(owned, pod)
+		}
+	}
+	// The other controller's placement, as the placement rules see it: what they
+	// would do is that controller's to do, and is left out of the Plan.
+	pl := arrange(s, eligibilityOf(s), p.Hash, nil, owned)
+	pol := policyOf(s, true)
+	d := &decision{placement: pl, selector: selector}
+	d.update = newUpdater(pl, &pol, revs, s.InPlaceRefused)
+	// The update moves once its own deletes are seen. The other controller's
+	// placement need not be settled: a node whose pod is missing or not yet available
+	// counts against the budget like any other unavailable node.
+	d.settled = s.InFlight.Empty()
+	if d.settled {
+		if cond, ran := d.update.update(pl.counts, &p); ran && cond != nil {
+			p.Progressing = progressingChange(ds, cond, &p)
+		}
+	}
+	finishPodChanges(s, &p)
+	p.RequeueAfter = d.requeueAfter()
+	p.Waiting = d.waitCounts()
+	return p, d
+}
+
+// policyOf is the DaemonSet's rollout policy, with the problems of annotations that
+// cannot work with its update strategy (or in companion mode).
+func policyOf(s *Snapshot, companion bool) Policy {
+	pol := ParsePolicy(s.DaemonSet.Annotations)
+	pol.checkStrategy(s.DaemonSet, companion)
+	return pol
+}
+
+// eligibilityOf is the snapshot's parsed placement rules, or the template's parsed
+// now.
+func eligibilityOf(s *Snapshot) *Eligibility {
+	if s.Eligibility != nil {
+		return s.Eligibility
+	}
+	return NewEligibility(&s.DaemonSet.Spec.Template.Spec)
 }
 
 // waitCounts counts the nodes that wait, by reason; nil when none does.
-func (v *view) waitCounts() map[Reason]int {
+func (d *decision) waitCounts() map[Reason]int {
+	if d.update != nil {
+		return d.update.waitCounts()
+	}
 	var out map[Reason]int
-	for _, n := range v.nodes {
-		if n.wait == "" {
-			continue
+	for _, n := range d.placement.nodes {
+		if !n.backoffUntil.IsZero() {
+			if out == nil {
+				out = map[Reason]int{}
+			}
+			out[ReasonFailedPodBackoff]++
 		}
-		if out == nil {
-			out = map[Reason]int{}
-		}
-		out[n.wait]++
 	}
 	return out
 }
 
-// withProgressing adds the Progressing condition to the status to store, recording an
-// event when its reason changes. status is nil when the counters are unchanged.
-func (v *view) withProgressing(status *apps.DaemonSetStatus, c *apps.DaemonSetCondition, p *Plan) *apps.DaemonSetStatus {
-	next := status
-	if next == nil {
-		next = v.ds.Status.DeepCopy()
+// requeueAfter is how soon the stages want another look: a failed pod's back-off
+// ends, a Ready pod becomes available, a bake or a pause ends, a deadline runs out.
+func (d *decision) requeueAfter() time.Duration {
+	next := d.placement.recheck
+	next.within(time.Duration(d.placement.countRecheck))
+	if d.update != nil {
+		next.within(time.Duration(d.update.recheck))
 	}
-	changed, transition := withCondition(next, c)
-	if transition {
-		p.Events = append(p.Events, conditionEvent(c))
+	return time.Duration(next)
+}
+
+// waitOf is what the i-th node of the placement waits for, and until when.
+func (d *decision) waitOf(i int) (Reason, time.Time) {
+	if d.update != nil {
+		return d.update.nodes[i].wait, d.update.nodes[i].waitUntil
 	}
-	if !changed {
-		return status
+	if until := d.placement.nodes[i].backoffUntil; !until.IsZero() {
+		return ReasonFailedPodBackoff, until
 	}
-	return next
+	return "", time.Time{}
+}
+
+// finishPodChanges orders the pod changes deterministically, applies the per-sync
+// caps, and attaches the template new pods are made from.
+func finishPodChanges(s *Snapshot, p *Plan) {
+	slices.SortStableFunc(p.Creates, func(a, b PodCreate) int { return cmp.Compare(a.Node, b.Node) })
+	slices.SortStableFunc(p.Deletes, func(a, b PodDelete) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
+	p.Deletes = slices.CompactFunc(p.Deletes, func(a, b PodDelete) bool { return a.Pod == b.Pod })
+	slices.SortStableFunc(p.Updates, func(a, b PodUpdate) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
+	if s.MaxDeletes > 0 && len(p.Updates) > s.MaxDeletes {
+		p.Updates = p.Updates[:s.MaxDeletes]
+	}
+	if s.MaxCreates > 0 && len(p.Creates) > s.MaxCreates {
+		p.Creates = p.Creates[:s.MaxCreates]
+	}
+	if s.MaxDeletes > 0 && len(p.Deletes) > s.MaxDeletes {
+		p.Deletes = p.Deletes[:s.MaxDeletes]
+		// Only nodes whose failed pod is still deleted in this Plan back off.
+		p.FailedPodNodes = slices.DeleteFunc(p.FailedPodNodes, func(node string) bool {
+			return !slices.ContainsFunc(p.Deletes, func(d PodDelete) bool {
+				target, _ := TargetNode(d.Pod)
+				return d.Reason == ReasonFailedPod && target == node
+			})
+		})
+	}
+	if len(p.Creates) > 0 {
+		p.Template = PodTemplate(s.DaemonSet, p.Hash)
+	}
+}
+
+func invalid(p Plan, msg string) Plan {
+	p.Events = append(p.Events, Event{Type: v1.EventTypeWarning, Reason: EventInvalidSpec, Message: msg})
+	return p
+}
+
+// claim is the ownership verdict for one object.
+type claim int
+
+const (
+	claimIgnore  claim = iota // not ours and not to be ours
+	claimOwned                // ours, and it matches
+	claimAdopt                // an orphan that matches: to be adopted
+	claimRelease              // ours, but it no longer matches: to be released
+)
+
+// decideClaim applies the ControllerRef rules to one object for the controller with
+// the given UID and selector:
+//   - controlled by another controller: ignored;
+//   - controlled by us and matching: ours;
+//   - controlled by us and not matching: released, even while it is being deleted;
+//   - an orphan that matches and is not being deleted: adopted;
+//   - any other orphan: ignored.
+//
+// The controller itself being deleted is not considered here: Decide claims nothing
+// for a DaemonSet that is being deleted.
+func decideClaim(obj metav1.Object, owner types.UID, selector labels.Selector) claim {
+	matches := selector.Matches(labels.Set(obj.GetLabels()))
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		switch {
+		case ref.UID != owner:
+			return claimIgnore
+		case matches:
+			return claimOwned
+		default:
+			return claimRelease
+		}
+	}
+	if !matches || obj.GetDeletionTimestamp() != nil {
+		return claimIgnore
+	}
+	return claimAdopt
 }
 
 // claimPods sorts the snapshot's pods by ControllerRef and returns those that are, or
@@ -192,49 +348,4 @@ func claimRevisions(s *Snapshot, selector labels.Selector, p *Plan) ([]*apps.Con
 		}
 	}
 	return controlled, func(name string) bool { return names[name] }
-}
-
-// finishPodChanges orders the pod changes deterministically, applies the per-sync
-// caps, and attaches the template new pods are made from.
-func finishPodChanges(s *Snapshot, p *Plan) {
-	slices.SortStableFunc(p.Creates, func(a, b PodCreate) int { return cmp.Compare(a.Node, b.Node) })
-	slices.SortStableFunc(p.Deletes, func(a, b PodDelete) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
-	p.Deletes = slices.CompactFunc(p.Deletes, func(a, b PodDelete) bool { return a.Pod == b.Pod })
-	slices.SortStableFunc(p.Updates, func(a, b PodUpdate) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
-	if s.MaxDeletes > 0 && len(p.Updates) > s.MaxDeletes {
-		p.Updates = p.Updates[:s.MaxDeletes]
-	}
-	if s.MaxCreates > 0 && len(p.Creates) > s.MaxCreates {
-		p.Creates = p.Creates[:s.MaxCreates]
-	}
-	if s.MaxDeletes > 0 && len(p.Deletes) > s.MaxDeletes {
-		p.Deletes = p.Deletes[:s.MaxDeletes]
-		// Only nodes whose failed pod is still deleted in this Plan back off.
-		p.FailedPodNodes = slices.DeleteFunc(p.FailedPodNodes, func(node string) bool {
-			return !slices.ContainsFunc(p.Deletes, func(d PodDelete) bool {
-				target, _ := TargetNode(d.Pod)
-				return d.Reason == ReasonFailedPod && target == node
-			})
-		})
-	}
-	if len(p.Creates) > 0 {
-		p.Template = PodTemplate(s.DaemonSet, p.Hash)
-	}
-}
-
-// liveHashes are the revision hashes carried by the DaemonSet's pods, finished ones
-// included: their revisions are kept.
-func liveHashes(pods []*v1.Pod) map[string]bool {
-	live := make(map[string]bool)
-	for _, pod := range pods {
-		if h := pod.Labels[HashLabel]; h != "" {
-			live[h] = true
-		}
-	}
-	return live
-}
-
-func invalid(p Plan, msg string) Plan {
-	p.Events = append(p.Events, Event{Type: v1.EventTypeWarning, Reason: EventInvalidSpec, Message: msg})
-	return p
 }

@@ -74,10 +74,9 @@ func Explain(s *Snapshot) Report {
 	if companion {
 		decideFor = decideUpdate
 	}
-	p, v := decideFor(s)
-	r := Report{Hash: p.Hash, Events: p.Events, Settled: v != nil && v.settled, Companion: companion}
-	pol := ParsePolicy(s.DaemonSet.Annotations)
-	pol.checkStrategy(s.DaemonSet, companion)
+	p, d := decideFor(s)
+	r := Report{Hash: p.Hash, Events: p.Events, Settled: d != nil && d.settled, Companion: companion}
+	pol := policyOf(s, companion)
 	r.Problems = pol.Problems
 	switch {
 	case p.Progressing != nil:
@@ -87,7 +86,7 @@ func Explain(s *Snapshot) Report {
 	default:
 		r.Progressing = progressing(&s.DaemonSet.Status)
 	}
-	if v == nil {
+	if d == nil {
 		return r
 	}
 	for _, rev := range s.Revisions {
@@ -111,11 +110,13 @@ func Explain(s *Snapshot) Report {
 		node, _ := TargetNode(u.Pod)
 		next[node] = append(next[node], fmt.Sprintf("update pod %s in place (%s)", u.Pod.Name, u.Reason))
 	}
-	for _, n := range v.nodes {
-		if companion && n.node != nil && n.verdict.Run && !v.hasLivePod(n) {
+	pl := d.placement
+	for i, n := range pl.nodes {
+		if companion && n.node != nil && n.verdict.Run && !pl.hasLivePod(n) {
 			next[n.name] = append(next[n.name], "wait for the DaemonSet controller that places pods to create one")
 		}
-		nr := NodeReport{Node: n.name, Verdict: n.verdict, Waiting: n.wait, Until: n.waitUntil, Failures: n.failures, Next: next[n.name]}
+		wait, until := d.waitOf(i)
+		nr := NodeReport{Node: n.name, Verdict: n.verdict, Waiting: wait, Until: until, Failures: n.failures, Next: next[n.name]}
 		if n.verdict.node == "" {
 			nr.Verdict.node = n.name
 		}
@@ -123,8 +124,8 @@ func Explain(s *Snapshot) Report {
 			nr.Wave = n.node.Labels[pol.WaveKey]
 		}
 		for _, pod := range n.pods {
-			nr.Pods = append(nr.Pods, PodReport{Name: pod.Name, Hash: pod.Labels[HashLabel], Updated: v.updated(pod),
-				Phase: pod.Status.Phase, Ready: IsReady(pod), Available: v.available(pod), Deleting: v.deleting(pod)})
+			nr.Pods = append(nr.Pods, PodReport{Name: pod.Name, Hash: pod.Labels[HashLabel], Updated: pl.updated(pod),
+				Phase: pod.Status.Phase, Ready: IsReady(pod), Available: pl.available(pod), Deleting: pl.deleting(pod)})
 		}
 		slices.SortFunc(nr.Pods, func(a, b PodReport) int { return strings.Compare(a.Name, b.Name) })
 		r.Nodes = append(r.Nodes, nr)
@@ -138,35 +139,10 @@ func (n NodeReport) WaitMessage() string {
 	switch n.Waiting {
 	case "":
 		return ""
-	case ReasonBudgetFull:
-		return "its turn: maxUnavailable/maxSurge is used up by other nodes"
-	case ReasonNewPodUnavailable:
-		return "its new pod to become available"
-	case ReasonInPlaceUpdating:
-		return "its pod, updated in place, to restart with the new images (or report its new CPU and memory) and become available"
-	case ReasonPaused:
-		return "the rollout is paused (" + AnnotationPaused + ")"
-	case ReasonPartitionHeld:
-		return "the partition to be lowered (" + AnnotationPartition + ")"
-	case ReasonCanaryHeld:
-		return "promotion: it is not a canary node (" + AnnotationCanary + ")"
-	case ReasonLaterWave:
-		return "an earlier wave to finish (" + AnnotationWaves + ")"
-	case ReasonWavePause:
-		return "the pause between waves to end (" + AnnotationWavePause + ")"
-	case ReasonInvalidAnnotation:
-		return "a rollout annotation to be fixed"
 	case ReasonFailedPodBackoff:
 		if n.Failures > 1 {
 			return fmt.Sprintf("the back-off after its pod failed (%d failed pods here so far), then the failed pod is replaced", n.Failures)
 		}
-		return "the back-off after its pod failed"
-	case ReasonSurgeHostPort:
-		return "a host port its old pod holds: the surge pod cannot be scheduled (" + AnnotationSurgeFallback + ": " + SurgeDeleteFirst + " replaces the old pod first)"
-	case ReasonNewPodBaking:
-		return "its new pod to stay Ready, with no restart, for " + AnnotationMinHealthy
-	case ReasonProgressDeadlineExceeded, ReasonRestartLimitExceeded, ReasonContainerFailing:
-		return "the failed rollout to be resumed or the template changed (" + string(n.Waiting) + ")"
 	}
-	return string(n.Waiting)
+	return DescribeWait(n.Waiting).Waiting
 }

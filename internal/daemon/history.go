@@ -137,6 +137,79 @@ func decideHistory(ds *apps.DaemonSet, patch []byte, controlled []*apps.Controll
 	return hp
 }
 
+// record puts what the history rules decided into the Plan: the revision to create
+// or renumber, the labels to add, the duplicates to remove once their pods carry the
+// current hash, and that hash.
+func (hp *historyPlan) record(claimed []*v1.Pod, p *Plan) {
+	p.LabelRevisions = hp.label
+	if hp.create {
+		p.CreateRevision = hp.current
+	}
+	if hp.renumber {
+		p.RenumberRevision = hp.current
+	}
+	p.DedupRevisions = hp.dedup
+	p.Hash = hp.current.Labels[HashLabel]
+	for _, pod := range claimed {
+		if hp.dupHashs[pod.Labels[HashLabel]] {
+			p.Relabel = append(p.Relabel, pod)
+		}
+	}
+}
+
+// prune is the old revisions beyond ds's history limit to delete (nil when there are
+// none).
+func (hp *historyPlan) prune(ds *apps.DaemonSet, claimed []*v1.Pod) []*apps.ControllerRevision {
+	limit := int32(defaultRevisionHistoryLimit)
+	if ds.Spec.RevisionHistoryLimit != nil {
+		limit = *ds.Spec.RevisionHistoryLimit
+	}
+	if len(hp.old) <= int(limit) {
+		// Only then do the pods' hashes matter; most syncs skip the pass over them.
+		return nil
+	}
+	return revisionsToPrune(hp.old, limit, liveHashes(claimed))
+}
+
+// collided is the status that salts the next revision's hash: the name for the new
+// revision is taken, so collisionCount grows, and the DaemonSet is looked at again
+// once the status write is seen. An unset count counts as zero, so the first
+// collision makes it one.
+func collided(ds *apps.DaemonSet) *apps.DaemonSetStatus {
+	next := ds.Status.DeepCopy()
+	next.CollisionCount = new(int32)
+	if ds.Status.CollisionCount != nil {
+		*next.CollisionCount = *ds.Status.CollisionCount
+	}
+	*next.CollisionCount++
+	return next
+}
+
+// liveHashes are the revision hashes carried by the DaemonSet's pods, finished ones
+// included: their revisions are kept.
+func liveHashes(pods []*v1.Pod) map[string]bool {
+	live := make(map[string]bool)
+	for _, pod := range pods {
+		if h := pod.Labels[HashLabel]; h != "" {
+			live[h] = true
+		}
+	}
+	return live
+}
+
+// revisionTemplate decodes the pod template a revision records.
+func revisionTemplate(r *apps.ControllerRevision) (*v1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template v1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(r.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("decoding revision %s: %w", r.Name, err)
+	}
+	return &data.Spec.Template, nil
+}
+
 // revisionsToPrune picks the revisions to delete so that at most limit old revisions
 // remain, oldest first, never one that a live pod still carries.
 func revisionsToPrune(old []*apps.ControllerRevision, limit int32, liveHashes map[string]bool) []*apps.ControllerRevision {
@@ -200,4 +273,33 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// recordedRevisions finds the revisions of ds as the other controller recorded them:
+// the current one is the revision whose Data is byte for byte the template's patch.
+// ok is false until that controller has finished recording the template: no such
+// revision yet, several of them, or one not yet renumbered to the newest.
+func recordedRevisions(s *Snapshot, patch []byte) (revisions, bool) {
+	var revs revisions
+	for _, r := range s.Revisions {
+		if !metav1.IsControlledBy(r, s.DaemonSet) {
+			continue
+		}
+		if !bytes.Equal(r.Data.Raw, patch) {
+			revs.old = append(revs.old, r)
+			continue
+		}
+		if revs.current != nil || r.Labels[HashLabel] == "" {
+			return revisions{}, false
+		}
+		revs.current = r
+	}
+	if revs.current == nil {
+		return revisions{}, false
+	}
+	sortRevisions(revs.old)
+	if n := len(revs.old); n > 0 && revs.old[n-1].Revision >= revs.current.Revision {
+		return revisions{}, false
+	}
+	return revs, true
 }

@@ -14,16 +14,6 @@ import (
 // available. everynode says so, and with surge-fallback: delete-first replaces
 // those nodes old pod first, one node at a time.
 
-// Reasons for a surge blocked by a host port.
-const (
-	// ReasonSurgeHostPort: the node's surge pod cannot be scheduled, for a host
-	// port the old pod holds.
-	ReasonSurgeHostPort Reason = "SurgeHostPortConflict"
-	// ReasonSurgeDeleteFirst: the old pod is deleted before its replacement runs,
-	// under surge-fallback: delete-first.
-	ReasonSurgeDeleteFirst Reason = "SurgeFallbackDeleteFirst"
-)
-
 // noFreePorts is what the scheduler's NodePorts filter says of a node it rejects.
 const noFreePorts = "didn't have free ports for the requested pod ports"
 
@@ -86,12 +76,12 @@ func hostPorts(pod *v1.Pod) []string {
 // blocked node (by name) while no other node is being replaced that way or waits
 // for a new pod with its old one gone (replacing), so one node at a time goes
 // without a pod. A held rollout deletes nothing.
-func (v *view) deleteFirst(blocked []*nodeState, replacing int, g *gate, p *Plan) {
+func (u *updater) deleteFirst(blocked []*unode, replacing int, g *gate, p *Plan) {
 	if !g.deleteFirst || g.hold != "" || replacing > 0 || len(blocked) == 0 {
 		return
 	}
 	n := byName(blocked)[0]
-	_, old, _ := v.podsOnNode(n)
+	_, old, _ := u.podsOnNode(n)
 	p.Deletes = append(p.Deletes, PodDelete{Pod: old.pod, Reason: ReasonSurgeDeleteFirst})
 	n.wait = ReasonNewPodUnavailable
 }

@@ -349,6 +349,6 @@ func TestInPlaceResizeIsPendingUntilReported(t *testing.T) {
 	}
 }
 
-// inPlacePending and podRestarts ask of one pod as a decision's view does.
-func inPlacePending(pod *v1.Pod) bool { return (&view{}).inPlacePending(pod) }
-func podRestarts(pod *v1.Pod) int32   { return (&view{}).podRestarts(pod) }
+// inPlacePending and podRestarts ask of one pod as a decision's update stage does.
+func inPlacePending(pod *v1.Pod) bool { return (&updater{}).inPlacePending(pod) }
+func podRestarts(pod *v1.Pod) int32   { return (&updater{}).podRestarts(pod) }

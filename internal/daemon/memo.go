@@ -78,30 +78,18 @@ type memoNode struct {
 	unavailable bool
 }
 
-// DecideWith is Decide for a caller that keeps a Memo per DaemonSet: it passes the
-// one the previous call returned (nil at first) and keeps the one it gets back (nil
-// when the DaemonSet is not memoable).
-func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
-	if m != nil {
-		if p, ok := m.decide(s); ok {
-			return p, m
-		}
-	}
-	p, v := decide(s)
-	return p, newMemo(s, &p, v)
-}
-
-// newMemo records the state v of a full decision, or returns nil when the decision is
-// not per node: it made writes other than pod creates, pod deletes and the status, or
-// has something to wait for.
-func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
+// newMemo records what a full decision d worked out, or returns nil when the
+// decision is not per node: it made writes other than pod creates, pod deletes and
+// the status, or has something to wait for.
+func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 	ds := s.DaemonSet
-	if v == nil || !v.memoable || !onlyPerNode(p) || len(s.Backoff) > 0 || !perNodeShape(v) {
+	if d == nil || !d.memoable || !onlyPerNode(p) || len(s.Backoff) > 0 || !perNodeShape(d.placement) {
 		return nil
 	}
+	v := d.placement
 	m := &Memo{
 		uid: ds.UID, generation: ds.Generation, annotations: maps.Clone(ds.Annotations),
-		collisions: ds.Status.CollisionCount, selector: v.selector, elig: v.elig, hash: v.hash, surge: v.surge,
+		collisions: ds.Status.CollisionCount, selector: d.selector, elig: v.elig, hash: v.hash, surge: v.surge,
 		revisions: make(map[*apps.ControllerRevision]bool, len(s.Revisions)),
 		entries:   make([]memoNode, 0, len(v.nodes)),
 		byNode:    make(map[*v1.Node]int, len(v.nodes)),
@@ -111,13 +99,13 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 	for _, r := range s.Revisions {
 		m.revisions[r] = true
 	}
-	var scratch Plan // the full decision has the writes; entry's are only counted
+	var scratch placed // the full decision has the writes; entry's are only counted
 	for _, n := range v.nodes {
 		e, ok := m.entry(v, n, &scratch)
 		if !ok {
 			return nil
 		}
-		scratch.Creates, scratch.Deletes = scratch.Creates[:0], scratch.Deletes[:0]
+		scratch.creates, scratch.deletes = scratch.creates[:0], scratch.deletes[:0]
 		i := len(m.entries)
 		m.entries = append(m.entries, e)
 		m.byNode[n.node], m.byName[n.name] = i, i
@@ -141,7 +129,7 @@ func newMemo(s *Snapshot, p *Plan, v *view) *Memo {
 // perNodeShape is the quick part of entry's test, before anything is allocated: every
 // node has the shape of nodeAlone. In the middle of a rollout it fails at the first
 // old pod.
-func perNodeShape(v *view) bool {
+func perNodeShape(v *Placement) bool {
 	for _, n := range v.nodes {
 		if !nodeAlone(v, n) {
 			return false
@@ -152,7 +140,7 @@ func perNodeShape(v *view) bool {
 
 // nodeAlone reports whether n has the shape the rules decide alone: an existing node
 // with at most one pod, of the current revision and not finished.
-func nodeAlone(v *view, n *nodeState) bool {
+func nodeAlone(v *Placement, n *nodeState) bool {
 	if n.node == nil || len(n.pods) > 1 {
 		return false
 	}
@@ -171,7 +159,7 @@ func onlyPerNode(p *Plan) bool {
 
 // entry is n's entry, with its pod create or delete added to p, if the rules decide
 // the node alone (nodeAlone) and its availability does not change with time.
-func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
+func (m *Memo) entry(v *Placement, n *nodeState, p *placed) (memoNode, bool) {
 	e := memoNode{node: n.node, verdict: n.verdict, pending: n.creating}
 	// What a node waits for (n.wait) only explains; with every pod current, none of
 	// it holds back a write.
@@ -184,12 +172,12 @@ func (m *Memo) entry(v *view, n *nodeState, p *Plan) (memoNode, bool) {
 		// it changes only by going, which the comparison sees.
 		e.pending = e.pending || v.deleteInFlight(e.pod)
 	}
-	writes := len(p.Creates) + len(p.Deletes)
-	v.manage(n, m.surge, nil, p)
-	if len(p.Events) > 0 || p.RequeueAfter > 0 || len(p.FailedPodNodes) > 0 {
+	writes := len(p.creates) + len(p.deletes)
+	v.placeNode(n, nil, p)
+	if len(p.events) > 0 || p.recheck > 0 || len(p.failedPodNodes) > 0 {
 		return e, false
 	}
-	e.pending = e.pending || len(p.Creates)+len(p.Deletes) > writes
+	e.pending = e.pending || len(p.creates)+len(p.deletes) > writes
 	if v.countNode(n, &e.share) > 0 {
 		return e, false
 	}
@@ -217,9 +205,9 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 		return Plan{}, false
 	}
 	m.looked = len(changed)
-	v := &view{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
+	v := &Placement{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
 	v.gen, v.hasGen = templateGeneration(ds.Annotations)
-	p := Plan{Hash: m.hash}
+	var out placed
 	m.pending = m.pending[:0]
 	deleting := 0 // pods of the changed nodes whose delete is in flight
 	for _, i := range changed {
@@ -234,7 +222,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 				deleting++
 			}
 		}
-		next, ok := m.entry(v, n, &p)
+		next, ok := m.entry(v, n, &out)
 		if !ok {
 			return Plan{}, false
 		}
@@ -249,6 +237,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	if deleting != len(s.InFlight.Deletes) {
 		return Plan{}, false // a delete in flight for a pod the memo did not expect
 	}
+	p := Plan{Hash: m.hash, Creates: out.creates, Deletes: out.deletes}
 	finishPodChanges(s, &p)
 	p.Status = nextStatus(ds, m.total, s.InFlight.Empty(), ds.Status.CollisionCount)
 	// As the full decision's update stage would say: on a settled RollingUpdate, with

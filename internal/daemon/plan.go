@@ -147,18 +147,6 @@ type Event struct {
 	Message string
 }
 
-// Reasons for pod creates and deletes.
-const (
-	ReasonMissingPod   Reason = "MissingPod"   // an eligible node without a pod
-	ReasonFailedPod    Reason = "FailedPod"    // the pod failed
-	ReasonSucceededPod Reason = "SucceededPod" // the pod exited
-	ReasonExcessPod    Reason = "ExcessPod"    // more pods on the node than allowed
-	ReasonNodeGone     Reason = "NodeGone"     // never scheduled, and its node no longer exists
-	ReasonUpdate       Reason = "RollingUpdate"
-	ReasonSurge        Reason = "RollingUpdateSurge"
-	ReasonSurgeDone    Reason = "SurgeReplaced" // the new pod on the node is available
-)
-
 // Event reasons, as kube-controller-manager records them.
 const (
 	EventSelectingAll       = "SelectingAll"
@@ -175,12 +163,6 @@ const (
 	// EventInvalidSpec is everynode's: a spec value the controller cannot act on.
 	EventInvalidSpec = "InvalidSpec"
 )
-
-func (p *Plan) requeueWithin(d time.Duration) {
-	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
-		p.RequeueAfter = d
-	}
-}
 
 // Writes counts the API writes the Plan asks for.
 func (p *Plan) Writes() int {

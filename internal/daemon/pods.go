@@ -4,9 +4,14 @@ import (
 	"strconv"
 	"time"
 
+	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// The DaemonSet's pods: what one is — the node it is for, whether it is Ready,
+// available, of the current revision, on its way out — and how a new one is made.
 
 // TargetNode returns the node a daemon pod belongs to: its spec.nodeName once bound,
 // or before that the single node its required affinity pins it to with
@@ -30,6 +35,37 @@ func TargetNode(pod *v1.Pod) (node string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// deleting reports whether pod is on its way out: marked for deletion, or deleted by
+// us already.
+func (pl *Placement) deleting(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pl.deleteInFlight(pod)
+}
+
+// deleteInFlight reports whether pod's delete was sent and is not yet seen.
+func (pl *Placement) deleteInFlight(pod *v1.Pod) bool {
+	return len(pl.inflight.Deletes) > 0 && pl.inflight.Deletes[pod.UID]
+}
+
+// hasLivePod reports whether a pod on n is neither finished nor on its way out.
+func (pl *Placement) hasLivePod(n *nodeState) bool {
+	for _, pod := range n.pods {
+		if !pl.deleting(pod) && !isTerminal(pod) {
+			return true
+		}
+	}
+	return false
+}
+
+// updated reports whether pod runs the current template.
+func (pl *Placement) updated(pod *v1.Pod) bool {
+	return isUpdated(pod, pl.hash, pl.gen, pl.hasGen) || pl.dupHashes[pod.Labels[HashLabel]]
+}
+
+// available reports whether pod has been Ready for minReadySeconds.
+func (pl *Placement) available(pod *v1.Pod) bool {
+	return IsAvailable(pod, pl.ds.Spec.MinReadySeconds, pl.now)
 }
 
 func isTerminal(pod *v1.Pod) bool {
@@ -128,4 +164,80 @@ func olderFirst(a, b *v1.Pod) int {
 		return 1
 	}
 	return 0
+}
+
+// PodTemplate is the template every new pod of ds is made from: ds's template with
+// the daemon tolerations, labelled with the revision hash and, when ds records one,
+// its template generation.
+func PodTemplate(ds *apps.DaemonSet, hash string) *v1.PodTemplateSpec {
+	return podTemplate(&ds.Spec.Template, ds.Annotations, hash, true)
+}
+
+// podTemplate prepares template for new pods. Only the current template carries the
+// DaemonSet's template generation: an older revision's pods must not pass for current.
+func podTemplate(template *v1.PodTemplateSpec, dsAnnotations map[string]string, hash string, current bool) *v1.PodTemplateSpec {
+	t := template.DeepCopy()
+	t.Spec.Tolerations = DaemonPodTolerations(&t.Spec)
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	if gen, ok := templateGeneration(dsAnnotations); ok && current {
+		t.Labels[TemplateGenerationLabel] = strconv.FormatInt(gen, 10)
+	}
+	if hash != "" {
+		t.Labels[HashLabel] = hash
+	}
+	return t
+}
+
+// PodForNode makes the pod of ds for node from a PodTemplate. The pod is not bound:
+// spec.nodeName stays empty and the required node affinity is replaced by the single
+// term `matchFields metadata.name In [node]`, so the scheduler binds it there while
+// still checking resources and ports. Preferred node affinity and pod (anti-)affinity
+// are kept.
+func PodForNode(ds *apps.DaemonSet, template *v1.PodTemplateSpec, node string) *v1.Pod {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       ds.Namespace,
+			GenerateName:    podNamePrefix(ds.Name),
+			Labels:          copyMap(template.Labels),
+			Annotations:     copyMap(template.Annotations),
+			Finalizers:      append([]string(nil), template.Finalizers...),
+			OwnerReferences: []metav1.OwnerReference{*ControllerRef(ds)},
+		},
+		Spec: *template.Spec.DeepCopy(),
+	}
+	pin := &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchFields: []v1.NodeSelectorRequirement{{
+			Key: metav1.ObjectNameField, Operator: v1.NodeSelectorOpIn, Values: []string{node},
+		}},
+	}}}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &v1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{}
+	}
+	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = pin
+	return pod
+}
+
+// podNamePrefix is "<name>-", or the bare name when that would not be a valid prefix.
+func podNamePrefix(name string) string {
+	prefix := name + "-"
+	if len(apivalidation.NameIsDNSSubdomain(prefix, true)) != 0 {
+		return name
+	}
+	return prefix
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

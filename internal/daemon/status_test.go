@@ -66,8 +66,8 @@ func TestCount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snap(ds, tt.nodes, tt.pods...)
-			v := newView(s, NewEligibility(&ds.Spec.Template.Spec), hashOf(ds), tt.pods)
-			got, wait := v.count()
+			pl := arrange(s, NewEligibility(&ds.Spec.Template.Spec), hashOf(ds), nil, tt.pods)
+			got, wait := pl.counts, time.Duration(pl.countRecheck)
 			if got != tt.want || wait != tt.wait {
 				t.Errorf("count = %+v, wait %v; want %+v, wait %v", got, wait, tt.want, tt.wait)
 			}

@@ -68,7 +68,7 @@ func TestHealthyTimeBake(t *testing.T) {
 			ds := newDS("ds", tt.ds...)
 			s := rolloutCluster(ds)
 			tt.setup(s)
-			p, v := decide(s)
+			p, d := decide(s)
 			if got := deletedNames(p); !slices.Equal(got, tt.deletes) {
 				t.Errorf("deletes = %v, want %v", got, tt.deletes)
 			}
@@ -78,9 +78,9 @@ func TestHealthyTimeBake(t *testing.T) {
 			if tt.requeue != 0 && p.RequeueAfter != tt.requeue {
 				t.Errorf("RequeueAfter = %v, want %v", p.RequeueAfter, tt.requeue)
 			}
-			for _, n := range v.nodes {
-				if n.name == "n1" && n.wait != tt.wait {
-					t.Errorf("n1 waits for %q, want %q", n.wait, tt.wait)
+			for i, n := range d.placement.nodes {
+				if wait, _ := d.waitOf(i); n.name == "n1" && wait != tt.wait {
+					t.Errorf("n1 waits for %q, want %q", wait, tt.wait)
 				}
 			}
 			// The counters stay upstream's: a Ready pod past minReadySeconds is available.
