@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/everynode/everynode/internal/controller"
 	"github.com/everynode/everynode/internal/daemon"
 	"github.com/everynode/everynode/internal/nodesim"
 )
@@ -75,7 +76,7 @@ func TestSettledPodIsTheControllersPodBound(t *testing.T) {
 	if got.Spec.NodeName != "sim-node-7" || targetNode(got) != "sim-node-7" {
 		t.Errorf("bound to %q, target %q; want sim-node-7", got.Spec.NodeName, targetNode(got))
 	}
-	if got.Spec.PriorityClassName != daemon.SystemNodeCritical {
+	if got.Spec.PriorityClassName != controller.SystemNodeCritical {
 		t.Errorf("CNI pod's priority class %q", got.Spec.PriorityClassName)
 	}
 }

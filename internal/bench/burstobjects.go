@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/everynode/everynode/internal/controller"
 	"github.com/everynode/everynode/internal/daemon"
 	"github.com/everynode/everynode/internal/nodesim"
 )
@@ -29,7 +30,7 @@ var burstCNISelector = "app=" + burstCNI
 func burstDaemonSets() []*apps.DaemonSet {
 	everything := []v1.Toleration{{Operator: v1.TolerationOpExists}}
 	cni := daemonSet(burstCNI)
-	cni.Spec.Template.Spec.PriorityClassName = daemon.SystemNodeCritical
+	cni.Spec.Template.Spec.PriorityClassName = controller.SystemNodeCritical
 	cni.Spec.Template.Spec.Tolerations = everything
 	out := []*apps.DaemonSet{cni}
 	for i := range burstTolerant {

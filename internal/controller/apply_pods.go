@@ -33,7 +33,7 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 			template = create.Template
 		}
 		writes = append(writes, &podWrite{key: key, ds: ds, node: create.Node, logger: logger,
-			rank: daemon.Rank(prio, ds, template, c.node(create.Node)), create: &create, template: template})
+			rank: Rank(prio, ds, template, c.node(create.Node)), create: &create, template: template})
 	}
 	c.settleWithdrawn(key, c.writes.replaceCreates(key, writes, func(w *podWrite) { c.inflight.expectCreate(key, w.node) }))
 	return errors.Join(c.writes.takeErrors(key)...)
@@ -86,7 +86,7 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 	for _, d := range deletes {
 		node, _ := daemon.TargetNode(d.Pod)
 		writes = append(writes, &podWrite{key: key, ds: ds, node: node, logger: logger,
-			rank: daemon.Rank(prio, ds, &ds.Spec.Template, c.node(node)), del: &d})
+			rank: Rank(prio, ds, &ds.Spec.Template, c.node(node)), del: &d})
 	}
 	c.writes.add(key, writes, func(w *podWrite) { c.inflight.expectDelete(key, w.del.Pod.UID) })
 	return nil
@@ -135,15 +135,15 @@ func (c *Controller) settleWithdrawn(key string, writes []*podWrite) {
 
 // priorities resolves priority class names from the PriorityClass cache, when there
 // are writes to rank (n of them).
-func (c *Controller) priorities(n int) daemon.Priorities {
+func (c *Controller) priorities(n int) Priorities {
 	if n == 0 || c.classes == nil {
-		return daemon.Priorities{}
+		return Priorities{}
 	}
 	classes, err := c.classes.List(labels.Everything())
 	if err != nil {
-		return daemon.Priorities{}
+		return Priorities{}
 	}
-	return daemon.NewPriorities(classes)
+	return NewPriorities(classes)
 }
 
 // node is the cached node of that name, or nil.

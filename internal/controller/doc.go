@@ -6,7 +6,7 @@
 // and apply executes the Plan. apply is the only code that writes to the API: it
 // queues a Plan's pod creates and deletes in one queue shared by every DaemonSet
 // (writeQueue), which a fixed set of dispatchers sends in rank order
-// (daemon.WriteRank: priority, then pods that unblock not-ready nodes, DaemonSets in
+// (WriteRank: priority, then pods that unblock not-ready nodes, DaemonSets in
 // turn), each taking a client rate limiter token before it picks the next write.
 //
 // Promises:

@@ -28,7 +28,7 @@ import (
 // cniDaemonSet is a network agent: system-node-critical, tolerating every taint.
 func cniDaemonSet(name string) *apps.DaemonSet {
 	ds := newDaemonSet(name)
-	ds.Spec.Template.Spec.PriorityClassName = daemon.SystemNodeCritical
+	ds.Spec.Template.Spec.PriorityClassName = SystemNodeCritical
 	ds.Spec.Template.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}}
 	return ds
 }

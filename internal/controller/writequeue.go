@@ -17,7 +17,7 @@ import (
 type podWrite struct {
 	key    string // the DaemonSet's
 	ds     *apps.DaemonSet
-	rank   daemon.WriteRank
+	rank   WriteRank
 	node   string
 	logger klog.Logger
 
@@ -30,7 +30,7 @@ type podWrite struct {
 }
 
 // writeQueue holds the pod writes of every DaemonSet that wait to go out, and hands
-// them to the dispatchers in rank order (daemon.WriteRank): the highest level first;
+// them to the dispatchers in rank order (WriteRank): the highest level first;
 // within a level, DaemonSets in turn, the one served longest ago first; within one
 // DaemonSet and level, its deletes first, then its creates, each by the node waiting
 // longest, then by node name.
@@ -89,7 +89,7 @@ type dsWrites struct {
 
 // lane is a DaemonSet's queued writes of one level.
 type lane struct {
-	level   daemon.WriteRank
+	level   WriteRank
 	deletes []*podWrite
 	creates []*podWrite
 	served  uint64
@@ -227,13 +227,13 @@ func compareWrites(a, b *podWrite) int {
 	return cmp.Compare(a.node, b.node)
 }
 
-func (d *dsWrites) lane(rank daemon.WriteRank) *lane {
+func (d *dsWrites) lane(rank WriteRank) *lane {
 	for _, l := range d.lanes {
-		if daemon.CompareLevel(l.level, rank) == 0 {
+		if CompareLevel(l.level, rank) == 0 {
 			return l
 		}
 	}
-	l := &lane{level: daemon.WriteRank{Priority: rank.Priority, Unblocks: rank.Unblocks}}
+	l := &lane{level: WriteRank{Priority: rank.Priority, Unblocks: rank.Unblocks}}
 	d.lanes = append(d.lanes, l)
 	return l
 }
@@ -342,7 +342,7 @@ func (q *writeQueue) popLocked() *podWrite {
 // before reports whether lane a of DaemonSet da goes before lane b of db: the higher
 // level, then the one served longest ago (a DaemonSet's turn), then by key.
 func before(a *lane, da *dsWrites, b *lane, db *dsWrites) bool {
-	if c := daemon.CompareLevel(a.level, b.level); c != 0 {
+	if c := CompareLevel(a.level, b.level); c != 0 {
 		return c < 0
 	}
 	if a.served != b.served {

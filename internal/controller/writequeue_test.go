@@ -22,11 +22,11 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // testCreate is a queued create for node of DaemonSet key, at rank r.
-func testCreate(key, node string, r daemon.WriteRank) *podWrite {
+func testCreate(key, node string, r WriteRank) *podWrite {
 	return &podWrite{key: key, node: node, rank: r, create: &daemon.PodCreate{Node: node, Reason: daemon.ReasonMissingPod}}
 }
 
-func testDelete(key, node string, r daemon.WriteRank) *podWrite {
+func testDelete(key, node string, r WriteRank) *podWrite {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: key + "-" + node, UID: types.UID(key + "/" + node)}}
 	return &podWrite{key: key, node: node, rank: r, del: &daemon.PodDelete{Pod: pod}}
 }
@@ -58,10 +58,10 @@ func drain(q *writeQueue) []string {
 }
 
 func TestWriteQueue_Order(t *testing.T) {
-	plain := daemon.WriteRank{Since: t0}
-	critical := daemon.WriteRank{Priority: daemon.SystemNodeCriticalPriority, Since: t0}
-	unblocks := daemon.WriteRank{Unblocks: true, Since: t0}
-	later := daemon.WriteRank{Since: t0.Add(time.Minute)}
+	plain := WriteRank{Since: t0}
+	critical := WriteRank{Priority: SystemNodeCriticalPriority, Since: t0}
+	unblocks := WriteRank{Unblocks: true, Since: t0}
+	later := WriteRank{Since: t0.Add(time.Minute)}
 	for _, tc := range []struct {
 		name string
 		adds [][]*podWrite // each a sync's creates (or deletes) of one DaemonSet
@@ -140,10 +140,10 @@ func TestWriteQueue_SlowStartPerDaemonSet(t *testing.T) {
 	q := newWriteQueue()
 	var writes []*podWrite
 	for i := range 7 {
-		writes = append(writes, testCreate("ns/x", fmt.Sprintf("n%d", i), daemon.WriteRank{Priority: 1}))
+		writes = append(writes, testCreate("ns/x", fmt.Sprintf("n%d", i), WriteRank{Priority: 1}))
 	}
 	q.replaceCreates("ns/x", writes, noExpect)
-	q.replaceCreates("ns/y", []*podWrite{testCreate("ns/y", "a", daemon.WriteRank{}), testCreate("ns/y", "b", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates("ns/y", []*podWrite{testCreate("ns/y", "a", WriteRank{}), testCreate("ns/y", "b", WriteRank{})}, noExpect)
 	pop := func() []*podWrite {
 		q.mu.Lock()
 		defer q.mu.Unlock()
@@ -182,9 +182,9 @@ func TestWriteQueue_SlowStartPerDaemonSet(t *testing.T) {
 // own deletes, go on.
 func TestWriteQueue_FailedCreateStopsItsDaemonSetOnly(t *testing.T) {
 	q := newWriteQueue()
-	q.replaceCreates("ns/bad", []*podWrite{testCreate("ns/bad", "a", daemon.WriteRank{Priority: 9}), testCreate("ns/bad", "b", daemon.WriteRank{Priority: 9}), testCreate("ns/bad", "c", daemon.WriteRank{Priority: 9})}, noExpect)
-	q.add("ns/bad", []*podWrite{testDelete("ns/bad", "z", daemon.WriteRank{})}, noExpect)
-	q.replaceCreates("ns/good", []*podWrite{testCreate("ns/good", "a", daemon.WriteRank{}), testCreate("ns/good", "b", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates("ns/bad", []*podWrite{testCreate("ns/bad", "a", WriteRank{Priority: 9}), testCreate("ns/bad", "b", WriteRank{Priority: 9}), testCreate("ns/bad", "c", WriteRank{Priority: 9})}, noExpect)
+	q.add("ns/bad", []*podWrite{testDelete("ns/bad", "z", WriteRank{})}, noExpect)
+	q.replaceCreates("ns/good", []*podWrite{testCreate("ns/good", "a", WriteRank{}), testCreate("ns/good", "b", WriteRank{})}, noExpect)
 
 	q.mu.Lock()
 	first := q.popLocked()
@@ -224,7 +224,7 @@ func TestWriteQueue_RetryingUntilAWriteSucceeds(t *testing.T) {
 	if q.retrying(key) {
 		t.Fatal("retrying before any write")
 	}
-	q.replaceCreates(key, []*podWrite{testCreate(key, "a", daemon.WriteRank{}), testCreate(key, "b", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates(key, []*podWrite{testCreate(key, "a", WriteRank{}), testCreate(key, "b", WriteRank{})}, noExpect)
 	if q.retrying(key) {
 		t.Error("retrying with writes queued and none answered")
 	}
@@ -233,7 +233,7 @@ func TestWriteQueue_RetryingUntilAWriteSucceeds(t *testing.T) {
 		t.Error("not retrying with a failure to report")
 	}
 	// The sync that reports the failure queues its creates again.
-	q.replaceCreates(key, []*podWrite{testCreate(key, "a", daemon.WriteRank{}), testCreate(key, "b", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates(key, []*podWrite{testCreate(key, "a", WriteRank{}), testCreate(key, "b", WriteRank{})}, noExpect)
 	if errs := q.takeErrors(key); len(errs) != 1 {
 		t.Fatalf("errors = %v, want the one failure", errs)
 	}
@@ -251,7 +251,7 @@ func TestWriteQueue_RetryingUntilAWriteSucceeds(t *testing.T) {
 
 	// A failure whose DaemonSet then has nothing more to write ends with its report.
 	q = newWriteQueue()
-	q.replaceCreates(key, []*podWrite{testCreate(key, "a", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates(key, []*podWrite{testCreate(key, "a", WriteRank{})}, noExpect)
 	q.answered(pop(), errors.New("node gone"), false)
 	if !q.retrying(key) {
 		t.Error("not retrying with a failure to report")
@@ -267,7 +267,7 @@ func TestWriteQueue_RetryingUntilAWriteSucceeds(t *testing.T) {
 // one sent meanwhile is not queued again, and only new ones are expected.
 func TestWriteQueue_PlanReplacesQueuedCreates(t *testing.T) {
 	q := newWriteQueue()
-	r := daemon.WriteRank{}
+	r := WriteRank{}
 	q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "a", r), testCreate("ns/x", "b", r), testCreate("ns/x", "gone", r)}, noExpect)
 	surge := testCreate("ns/x", "s", r)
 	surge.create.Reason = daemon.ReasonSurge
@@ -373,9 +373,9 @@ func TestWriteQueue_NextTakesTokensOnlyForWrites(t *testing.T) {
 			}
 		}()
 	}
-	q.replaceCreates("ns/plain", []*podWrite{testCreate("ns/plain", "a", daemon.WriteRank{})}, noExpect)
+	q.replaceCreates("ns/plain", []*podWrite{testCreate("ns/plain", "a", WriteRank{})}, noExpect)
 	waitUntil(t, func() bool { return g.waits.Load() == 1 })
-	q.replaceCreates("ns/cni", []*podWrite{testCreate("ns/cni", "a", daemon.WriteRank{Priority: 5})}, noExpect)
+	q.replaceCreates("ns/cni", []*podWrite{testCreate("ns/cni", "a", WriteRank{Priority: 5})}, noExpect)
 	waitUntil(t, func() bool { return g.waits.Load() == 2 })
 	time.Sleep(20 * time.Millisecond)
 	if n := g.waits.Load(); n != 2 {
@@ -445,10 +445,10 @@ func TestWriteQueue_EveryWriteGoesOutWithManyDispatchers(t *testing.T) {
 		key := fmt.Sprintf("ns/ds%d", round%7)
 		var writes []*podWrite
 		for i := range 1 + round%5 {
-			writes = append(writes, testCreate(key, fmt.Sprintf("r%d-%d", round, i), daemon.WriteRank{Priority: int32(round % 3)}))
+			writes = append(writes, testCreate(key, fmt.Sprintf("r%d-%d", round, i), WriteRank{Priority: int32(round % 3)}))
 		}
 		q.add(key, writes, noExpect)
-		q.add(key, []*podWrite{testDelete(key, fmt.Sprintf("r%d", round), daemon.WriteRank{})}, noExpect)
+		q.add(key, []*podWrite{testDelete(key, fmt.Sprintf("r%d", round), WriteRank{})}, noExpect)
 		want += len(writes) + 1
 	}
 	waitUntil(t, func() bool {

@@ -1,9 +1,11 @@
-package daemon
+package controller
 
 import (
 	"cmp"
 	"time"
 
+	"github.com/everynode/everynode/internal/daemon"
+	"github.com/go-logr/logr"
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -87,9 +89,9 @@ var unreadyTaints = []v1.Taint{
 // UnblocksNodes reports whether a daemon pod with spec can run on a node that is not
 // Ready and has no pod network: the mark of a network agent, which makes it Ready.
 func UnblocksNodes(spec *v1.PodSpec) bool {
-	tolerations := DaemonPodTolerations(spec)
+	tolerations := daemon.DaemonPodTolerations(spec)
 	for i := range unreadyTaints {
-		if !corev1helpers.TolerationsTolerateTaint(noLog, tolerations, &unreadyTaints[i], false) {
+		if !corev1helpers.TolerationsTolerateTaint(logr.Discard(), tolerations, &unreadyTaints[i], false) {
 			return false
 		}
 	}
