@@ -194,10 +194,5 @@ func progressingAfter(ds *apps.DaemonSet, p *daemon.Plan) *apps.DaemonSetConditi
 	if p.Status != nil {
 		status = p.Status
 	}
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == daemon.ConditionProgressing {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
+	return daemon.Progressing(status)
 }

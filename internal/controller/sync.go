@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/gather"
 )
 
 // sync brings one DaemonSet a step closer to its spec: it reads a snapshot from the
@@ -110,20 +111,15 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 	if err != nil {
 		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)
 	}
-	return &daemon.Snapshot{
-		DaemonSet:      ds,
-		Nodes:          nodes,
-		Pods:           pods,
-		Revisions:      revisions,
+	return gather.Snapshot(ds, gather.Objects{Nodes: nodes, Pods: pods, Revisions: revisions}, c.clock.Now(), gather.Controller{
 		InFlight:       inflight,
 		InPlaceRefused: refused,
 		Backoff:        c.backoff.view(key, ds.Generation),
 		Failures:       c.backoff.failures(key, ds.Generation),
-		Now:            c.clock.Now(),
 		MaxCreates:     c.opts.BurstReplicas,
 		MaxDeletes:     c.opts.BurstReplicas,
 		Eligibility:    c.elig.get(ds),
-	}, nil
+	}), nil
 }
 
 // withoutQueued is f without the creates still queued.

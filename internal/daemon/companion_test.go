@@ -216,7 +216,7 @@ func TestDecideUpdateIsDecidesUpdateStage(t *testing.T) {
 		}
 		var fullCond *apps.DaemonSetCondition
 		if full.Status != nil {
-			fullCond = progressing(full.Status)
+			fullCond = Progressing(full.Status)
 		}
 		if !reflect.DeepEqual(fullCond, companion.Progressing) {
 			t.Errorf("%s: full mode stores condition %+v, companion mode %+v", name, fullCond, companion.Progressing)
@@ -232,7 +232,7 @@ func TestMaxUnavailableOnARollingUpdateHolds(t *testing.T) {
 	if len(p.Deletes) > 0 {
 		t.Errorf("deleted %v while the annotations are invalid", deletedNames(p))
 	}
-	c := progressing(p.Status)
+	c := Progressing(p.Status)
 	if c == nil || Reason(c.Reason) != ReasonInvalidAnnotation || !strings.Contains(c.Message, "rollingUpdate.maxUnavailable") {
 		t.Errorf("condition %+v, want InvalidAnnotation naming rollingUpdate.maxUnavailable", c)
 	}

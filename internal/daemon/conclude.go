@@ -14,8 +14,9 @@ import (
 // carries rollout annotations: how its RollingUpdate is doing, and what it waits for.
 const ConditionProgressing apps.DaemonSetConditionType = "Progressing"
 
-// progressing returns the DaemonSet's Progressing condition, or nil.
-func progressing(status *apps.DaemonSetStatus) *apps.DaemonSetCondition {
+// Progressing returns the Progressing condition of a DaemonSet's status, or nil: the
+// one lookup of it, for the core and every tool that shows it.
+func Progressing(status *apps.DaemonSetStatus) *apps.DaemonSetCondition {
 	for i := range status.Conditions {
 		if status.Conditions[i].Type == ConditionProgressing {
 			return &status.Conditions[i]
@@ -27,7 +28,7 @@ func progressing(status *apps.DaemonSetStatus) *apps.DaemonSetCondition {
 // rolloutSince is when the rollout last started moving, as its condition records:
 // the progress deadline counts from no earlier than that.
 func rolloutSince(ds *apps.DaemonSet, now time.Time) time.Time {
-	if c := progressing(&ds.Status); c != nil && Reason(c.Reason) == ReasonRollingOut {
+	if c := Progressing(&ds.Status); c != nil && Reason(c.Reason) == ReasonRollingOut {
 		return c.LastTransitionTime.Time
 	}
 	return now
@@ -37,7 +38,7 @@ func rolloutSince(ds *apps.DaemonSet, now time.Time) time.Time {
 // Progressing condition. It runs after rollOut, on a settled sync.
 func (r *rollout) conclude(u *updater, c counts, p *Plan) *apps.DaemonSetCondition {
 	ds, now, pol := u.pl.ds, u.pl.now, u.pol
-	prev := progressing(&ds.Status)
+	prev := Progressing(&ds.Status)
 	if !pol.Set {
 		return nil
 	}
@@ -145,7 +146,7 @@ func nextCondition(prev *apps.DaemonSetCondition, reason Reason, status v1.Condi
 // withCondition returns status with the Progressing condition set to c (removed when
 // c is nil), and whether that changed anything. An event is due when the reason did.
 func withCondition(status *apps.DaemonSetStatus, c *apps.DaemonSetCondition) (changed, transition bool) {
-	prev := progressing(status)
+	prev := Progressing(status)
 	switch {
 	case c == nil && prev == nil:
 		return false, false
@@ -270,7 +271,7 @@ func statusWithProgressing(ds *apps.DaemonSet, status *apps.DaemonSetStatus, c *
 // would not, recording an event when its reason changes.
 func progressingChange(ds *apps.DaemonSet, c *apps.DaemonSetCondition, p *Plan) *apps.DaemonSetCondition {
 	var next apps.DaemonSetStatus // a copy: withCondition changes what it is given
-	if prev := progressing(&ds.Status); prev != nil {
+	if prev := Progressing(&ds.Status); prev != nil {
 		next.Conditions = []apps.DaemonSetCondition{*prev}
 	}
 	changed, transition := withCondition(&next, c)

@@ -188,9 +188,22 @@ func decideUpdate(s *Snapshot) (Plan, *decision) {
 // policyOf is the DaemonSet's rollout policy, with the problems of annotations that
 // cannot work with its update strategy (or in companion mode).
 func policyOf(s *Snapshot, companion bool) Policy {
-	pol := ParsePolicy(s.DaemonSet.Annotations)
+	var pol Policy
+	if s.Policy != nil {
+		pol = *s.Policy
+		pol.Problems = slices.Clone(pol.Problems) // the snapshot's stay as they are
+	} else {
+		pol = ParsePolicy(s.DaemonSet.Annotations)
+	}
 	pol.checkStrategy(s.DaemonSet, companion)
 	return pol
+}
+
+// PolicyOf is ds's rollout policy as Explain reports it, for a tool that shows a
+// DaemonSet without deciding it: its annotations parsed, with the problems of those
+// that cannot work with its update strategy.
+func PolicyOf(ds *apps.DaemonSet) Policy {
+	return policyOf(&Snapshot{DaemonSet: ds}, CompanionManages(ds))
 }
 
 // eligibilityOf is the snapshot's parsed placement rules, or the template's parsed

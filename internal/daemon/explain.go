@@ -21,7 +21,10 @@ type Report struct {
 	// Progressing is the rollout's condition as the next sync would store it (the
 	// stored one when that sync does not assess the rollout); nil when there is none.
 	Progressing *apps.DaemonSetCondition
-	// Problems are the rollout annotations that do not parse or cannot apply.
+	// Policy is the rollout policy the decision applied; its Problems are the
+	// rollout annotations that do not parse or cannot apply.
+	Policy Policy
+	// Problems are Policy.Problems.
 	Problems []string
 	// Companion: the DaemonSet is one companion mode manages, and the report is of
 	// the update stage alone (another controller creates its pods).
@@ -77,14 +80,14 @@ func Explain(s *Snapshot) Report {
 	p, d := decideFor(s)
 	r := Report{Hash: p.Hash, Events: p.Events, Settled: d != nil && d.settled, Companion: companion}
 	pol := policyOf(s, companion)
-	r.Problems = pol.Problems
+	r.Policy, r.Problems = pol, pol.Problems
 	switch {
 	case p.Progressing != nil:
 		r.Progressing = p.Progressing
 	case p.Status != nil:
-		r.Progressing = progressing(p.Status)
+		r.Progressing = Progressing(p.Status)
 	default:
-		r.Progressing = progressing(&s.DaemonSet.Status)
+		r.Progressing = Progressing(&s.DaemonSet.Status)
 	}
 	if d == nil {
 		return r

@@ -185,8 +185,8 @@ func TestExplainAgreesWithDecide(t *testing.T) {
 	if !reflect.DeepEqual(before, deepCopySnapshot(s)) {
 		t.Error("Explain modified its snapshot")
 	}
-	if !reflect.DeepEqual(r.Events, p.Events) || !reflect.DeepEqual(r.Progressing, progressing(p.Status)) {
-		t.Errorf("report events %v, condition %+v; plan %v, %+v", r.Events, r.Progressing, p.Events, progressing(p.Status))
+	if !reflect.DeepEqual(r.Events, p.Events) || !reflect.DeepEqual(r.Progressing, Progressing(p.Status)) {
+		t.Errorf("report events %v, condition %+v; plan %v, %+v", r.Events, r.Progressing, p.Events, Progressing(p.Status))
 	}
 	var next []string
 	for _, n := range r.Nodes {

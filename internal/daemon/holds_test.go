@@ -70,9 +70,9 @@ func updated(ds *apps.DaemonSet, s *Snapshot, names ...string) {
 // storedCondition is the Progressing condition once the Plan's status is stored.
 func storedCondition(ds *apps.DaemonSet, p Plan) *apps.DaemonSetCondition {
 	if p.Status != nil {
-		return progressing(p.Status)
+		return Progressing(p.Status)
 	}
-	return progressing(&ds.Status)
+	return Progressing(&ds.Status)
 }
 
 // waits is what each node waits for, as Explain reports it; nodes waiting for

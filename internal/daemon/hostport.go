@@ -31,11 +31,11 @@ func hostPortsBlocked(cur, old *v1.Pod) []string {
 		return nil
 	}
 	held := map[string]bool{}
-	for _, p := range hostPorts(old) {
+	for _, p := range hostPorts(&old.Spec) {
 		held[p] = true
 	}
 	var both []string
-	for _, p := range hostPorts(cur) {
+	for _, p := range hostPorts(&cur.Spec) {
 		if held[p] {
 			both = append(both, p)
 		}
@@ -52,10 +52,14 @@ func unschedulableForPorts(pod *v1.Pod) bool {
 	return false
 }
 
+// HasHostPorts reports whether pods of spec ask for a host port, in any container,
+// init containers included.
+func HasHostPorts(spec *v1.PodSpec) bool { return len(hostPorts(spec)) > 0 }
+
 // hostPorts lists the host ports a pod's containers ask for, as "port/protocol".
-func hostPorts(pod *v1.Pod) []string {
+func hostPorts(spec *v1.PodSpec) []string {
 	var out []string
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+	for _, list := range [][]v1.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range list {
 			for _, p := range c.Ports {
 				if p.HostPort == 0 {

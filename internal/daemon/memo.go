@@ -192,7 +192,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	if ds.DeletionTimestamp != nil || ds.UID != m.uid || ds.Generation != m.generation ||
 		!equalCount(ds.Status.CollisionCount, m.collisions) || !maps.Equal(ds.Annotations, m.annotations) ||
 		len(s.Backoff) > 0 || len(s.Revisions) != len(m.revisions) ||
-		progressing(&ds.Status) != nil { // left by a removed policy: the full decision clears it
+		Progressing(&ds.Status) != nil { // left by a removed policy: the full decision clears it
 		return Plan{}, false
 	}
 	for _, r := range s.Revisions {

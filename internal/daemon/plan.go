@@ -19,6 +19,9 @@ type Snapshot struct {
 	Pods []*v1.Pod
 	// Revisions are the ControllerRevisions of the DaemonSet's namespace.
 	Revisions []*apps.ControllerRevision
+	// Policy is the DaemonSet's rollout annotations, parsed once for the decision
+	// (internal/gather does); nil means Decide parses them.
+	Policy *Policy
 	// InFlight are the controller's writes that the caches have not shown yet.
 	InFlight InFlight
 	// Backoff maps a node to the time until which a failed pod there is left alone.

@@ -80,8 +80,8 @@ type WaitKind int
 const (
 	WaitNone     WaitKind = iota
 	WaitUpdating          // the node's new pod is on its way: time ends it
-	WaitHeld              // a hold of the policy or the budget: its turn ends it
-	WaitFailed            // something failed: a fix, or the back-off, ends it
+	WaitHeld              // a hold of the policy or the budget: its turn, or a fix, ends it
+	WaitFailed            // a pod or the rollout failed: the back-off, or a fix, ends it
 )
 
 // ReasonInfo is what people are told of a reason a node waits for.
@@ -108,7 +108,7 @@ type waitRow struct {
 
 // waitReasons is the table of what nodes wait for, in Rank order.
 var waitReasons = [...]waitRow{
-	{ReasonInvalidAnnotation, "invalid annotation", "a rollout annotation to be fixed", WaitFailed},
+	{ReasonInvalidAnnotation, "invalid annotation", "a rollout annotation to be fixed", WaitHeld},
 	{ReasonProgressDeadlineExceeded, "deadline", failedRolloutWait(ReasonProgressDeadlineExceeded), WaitFailed},
 	{ReasonRestartLimitExceeded, "restarts", failedRolloutWait(ReasonRestartLimitExceeded), WaitFailed},
 	{ReasonContainerFailing, "failing", failedRolloutWait(ReasonContainerFailing), WaitFailed},

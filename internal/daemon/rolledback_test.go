@@ -30,13 +30,13 @@ func TestNewTemplateAfterRollbackIsWatchedAgain(t *testing.T) {
 	s.Revisions = []*apps.ControllerRevision{failed, restored, revision(ds, "ds-v4", hashOf(ds), 4, mustPatch(t, ds))}
 
 	p := Decide(s)
-	if p.Status == nil || progressing(p.Status) == nil || Reason(progressing(p.Status).Reason) != ReasonRollingOut {
+	if p.Status == nil || Progressing(p.Status) == nil || Reason(Progressing(p.Status).Reason) != ReasonRollingOut {
 		t.Fatalf("Progressing after a new template = %+v, want RollingOut", p.Status)
 	}
 	ds.Status = *p.Status
 	s.Now = t0.Add(11 * time.Minute)
 	p = Decide(s)
 	if p.Rollback == nil || p.Rollback.Name != "ds-v1" {
-		t.Errorf("11 minutes later the unavailable revision 4 is not rolled back: rollback %v, status %+v", p.Rollback, progressing(p.Status))
+		t.Errorf("11 minutes later the unavailable revision 4 is not rolled back: rollback %v, status %+v", p.Rollback, Progressing(p.Status))
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/gather"
 	"github.com/everynode/everynode/internal/inspect"
 )
 
@@ -27,9 +27,7 @@ type Cache struct {
 	namespace string
 	factory   informers.SharedInformerFactory
 	daemons   appslisters.DaemonSetLister
-	nodes     corelisters.NodeLister
-	pods      corelisters.PodLister
-	revisions appslisters.ControllerRevisionLister
+	objects   gather.Listers // nodes, pods and revisions
 
 	mu      sync.Mutex
 	changed chan struct{} // closed, and replaced, at each change
@@ -46,10 +44,9 @@ func NewCache(client kubernetes.Interface, namespace string) *Cache {
 			return obj, nil
 		}))
 	c := &Cache{client: client, namespace: namespace, factory: f, changed: make(chan struct{}),
-		daemons:   f.Apps().V1().DaemonSets().Lister(),
-		nodes:     f.Core().V1().Nodes().Lister(),
-		pods:      f.Core().V1().Pods().Lister(),
-		revisions: f.Apps().V1().ControllerRevisions().Lister(),
+		daemons: f.Apps().V1().DaemonSets().Lister(),
+		objects: gather.Listers{Nodes: f.Core().V1().Nodes().Lister(), Pods: f.Core().V1().Pods().Lister(),
+			Revisions: f.Apps().V1().ControllerRevisions().Lister()},
 	}
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.notify() },
@@ -126,24 +123,16 @@ func (c *Cache) Explain(ns, name string, now time.Time) (*inspect.Explanation, m
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := c.nodes.List(labels.Everything())
+	objs, err := c.objects.List(ds)
 	if err != nil {
 		return nil, nil, err
 	}
-	pods, err := c.pods.Pods(ns).List(labels.Everything())
-	if err != nil {
-		return nil, nil, err
-	}
-	revs, err := c.revisions.ControllerRevisions(ns).List(labels.Everything())
-	if err != nil {
-		return nil, nil, err
-	}
-	byName := make(map[string]*v1.Node, len(nodes))
-	for _, n := range nodes {
+	byName := make(map[string]*v1.Node, len(objs.Nodes))
+	for _, n := range objs.Nodes {
 		byName[n.Name] = n
 	}
 	// The core does not change its input; the listers' objects are shared.
-	s := &daemon.Snapshot{DaemonSet: ds, Nodes: nodes, Pods: pods, Revisions: revs, Now: now}
+	s := gather.Snapshot(ds, objs, now, gather.Controller{})
 	return inspect.ExplainSnapshot(s), byName, nil
 }
 

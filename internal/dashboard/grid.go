@@ -55,43 +55,10 @@ type Grid struct {
 	Groups  []Group `json:"groups"`
 }
 
-// waitWords are the short words of the grid for what a node waits for.
-var waitWords = map[daemon.Reason]string{
-	daemon.ReasonBudgetFull:               "budget",
-	daemon.ReasonPaused:                   "paused",
-	daemon.ReasonPartitionHeld:            "partition",
-	daemon.ReasonCanaryHeld:               "canary",
-	daemon.ReasonLaterWave:                "wave",
-	daemon.ReasonWavePause:                "wave pause",
-	daemon.ReasonInvalidAnnotation:        "invalid annotation",
-	daemon.ReasonSurgeHostPort:            "host port",
-	daemon.ReasonNewPodUnavailable:        "starting",
-	daemon.ReasonInPlaceUpdating:          "in place",
-	daemon.ReasonNewPodBaking:             "bake",
-	daemon.ReasonFailedPodBackoff:         "back-off",
-	daemon.ReasonProgressDeadlineExceeded: "deadline",
-	daemon.ReasonRestartLimitExceeded:     "restarts",
-	daemon.ReasonContainerFailing:         "failing",
-}
-
-// failed are the waits of a node where something failed.
-var failed = map[daemon.Reason]bool{
-	daemon.ReasonFailedPodBackoff:         true,
-	daemon.ReasonProgressDeadlineExceeded: true,
-	daemon.ReasonRestartLimitExceeded:     true,
-	daemon.ReasonContainerFailing:         true,
-}
-
-// updating are the waits of a node whose update is under way.
-var updating = map[daemon.Reason]bool{
-	daemon.ReasonNewPodUnavailable: true,
-	daemon.ReasonInPlaceUpdating:   true,
-	daemon.ReasonNewPodBaking:      true,
-}
-
 // CellOf classifies one node's report.
 func CellOf(n daemon.NodeReport) Cell {
-	c := Cell{Node: n.Node, Why: waitWords[n.Waiting]}
+	wait := daemon.DescribeWait(n.Waiting)
+	c := Cell{Node: n.Node, Why: wait.Short}
 	if c.Why == "" && n.Waiting != "" {
 		c.Why = string(n.Waiting)
 	}
@@ -111,9 +78,9 @@ func CellOf(n daemon.NodeReport) Cell {
 	switch {
 	case !n.Verdict.Run && len(n.Pods) == 0:
 		c.State, c.Why = StateIneligible, string(n.Verdict.Reason)
-	case failed[n.Waiting] || podFailed:
+	case wait.Kind == daemon.WaitFailed || podFailed:
 		c.State = StateFailing
-	case updating[n.Waiting] || len(n.Next) > 0 || deleting:
+	case wait.Kind == daemon.WaitUpdating || len(n.Next) > 0 || deleting:
 		c.State = StateUpdating
 	case old:
 		c.State = StateWaiting
@@ -162,7 +129,7 @@ func GridOf(e *inspect.Explanation, nodes map[string]*v1.Node) Grid {
 	}
 	var order []string
 	if e.WaveKey != "" {
-		order = daemon.ParsePolicy(e.DaemonSet.Annotations).WaveOrder
+		order = e.Report.Policy.WaveOrder
 	}
 	for _, name := range daemon.OrderWaves(slices.Collect(maps.Keys(byGroup)), order) {
 		g.Groups = append(g.Groups, Group{Name: name, Cells: byGroup[name]})

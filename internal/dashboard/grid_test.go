@@ -110,7 +110,7 @@ func node(name string, labels map[string]string) *v1.Node {
 
 func explanation(annotations map[string]string, waveKey string, nodes ...daemon.NodeReport) *inspect.Explanation {
 	ds := &apps.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ds", Annotations: annotations}}
-	return &inspect.Explanation{DaemonSet: ds, WaveKey: waveKey, Report: daemon.Report{Nodes: nodes}}
+	return &inspect.Explanation{DaemonSet: ds, WaveKey: waveKey, Report: daemon.Report{Nodes: nodes, Policy: daemon.PolicyOf(ds)}}
 }
 
 func report(name, wave string) daemon.NodeReport {

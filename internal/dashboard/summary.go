@@ -37,11 +37,9 @@ func SummaryOf(ds *apps.DaemonSet) Summary {
 	s := Summary{Namespace: ds.Namespace, Name: ds.Name, Strategy: string(ds.Spec.UpdateStrategy.Type),
 		Desired: st.DesiredNumberScheduled, Current: st.CurrentNumberScheduled, Ready: st.NumberReady,
 		Updated: st.UpdatedNumberScheduled, Available: st.NumberAvailable, Unavailable: st.NumberUnavailable,
-		Misscheduled: st.NumberMisscheduled, Paused: daemon.ParsePolicy(ds.Annotations).Paused}
-	for _, c := range st.Conditions {
-		if c.Type == daemon.ConditionProgressing {
-			s.Progressing, s.ProgressingReason, s.ProgressingMessage = string(c.Status), c.Reason, c.Message
-		}
+		Misscheduled: st.NumberMisscheduled, Paused: daemon.PolicyOf(ds).Paused}
+	if c := daemon.Progressing(&st); c != nil {
+		s.Progressing, s.ProgressingReason, s.ProgressingMessage = string(c.Status), c.Reason, c.Message
 	}
 	return s
 }

@@ -46,7 +46,7 @@ func (c *Counts) add(n daemon.NodeReport) {
 // Waves counts the nodes of each wave, in the order the rollout takes them: the
 // values of wave-order first, then the others sorted, then the nodes without the
 // label.
-func Waves(r daemon.Report, pol daemon.Policy) []Counts {
+func Waves(r daemon.Report) []Counts {
 	byWave := map[string]*Counts{}
 	for _, n := range r.Nodes {
 		if !n.Verdict.Run {
@@ -60,7 +60,7 @@ func Waves(r daemon.Report, pol daemon.Policy) []Counts {
 		c.add(n)
 	}
 	var out []Counts
-	for _, w := range daemon.OrderWaves(slices.Collect(maps.Keys(byWave)), pol.WaveOrder) {
+	for _, w := range daemon.OrderWaves(slices.Collect(maps.Keys(byWave)), r.Policy.WaveOrder) {
 		out = append(out, *byWave[w])
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/gather"
 )
 
 // Explanation is daemon.Explain's report on one DaemonSet, with what it takes to
@@ -28,29 +29,11 @@ type Explanation struct {
 // the ControllerRevisions of its namespace. The controller's in-flight writes and
 // failed-pod back-offs are not visible from outside it, so they are left empty.
 func Gather(ctx context.Context, client kubernetes.Interface, ds *apps.DaemonSet, now time.Time) (*daemon.Snapshot, error) {
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	objs, err := gather.List(ctx, client, ds)
 	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", apiError(err, ds.Namespace, ds.Name))
+		return nil, apiError(err, ds.Namespace, ds.Name)
 	}
-	pods, err := client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", apiError(err, ds.Namespace, ds.Name))
-	}
-	revs, err := client.AppsV1().ControllerRevisions(ds.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing controller revisions: %w", apiError(err, ds.Namespace, ds.Name))
-	}
-	s := &daemon.Snapshot{DaemonSet: ds, Now: now}
-	for i := range nodes.Items {
-		s.Nodes = append(s.Nodes, &nodes.Items[i])
-	}
-	for i := range pods.Items {
-		s.Pods = append(s.Pods, &pods.Items[i])
-	}
-	for i := range revs.Items {
-		s.Revisions = append(s.Revisions, &revs.Items[i])
-	}
-	return s, nil
+	return gather.Snapshot(ds, objs, now, gather.Controller{}), nil
 }
 
 // Explain reads DaemonSet ns/name and what it depends on, and explains it.
@@ -68,8 +51,8 @@ func Explain(ctx context.Context, client kubernetes.Interface, ns, name string, 
 
 // ExplainSnapshot explains a snapshot the caller gathered (from its caches, say).
 func ExplainSnapshot(s *daemon.Snapshot) *Explanation {
-	e := &Explanation{DaemonSet: s.DaemonSet, Report: daemon.Explain(s), Revisions: map[string]int64{}, Now: s.Now,
-		WaveKey: daemon.ParsePolicy(s.DaemonSet.Annotations).WaveKey}
+	e := &Explanation{DaemonSet: s.DaemonSet, Report: daemon.Explain(s), Revisions: map[string]int64{}, Now: s.Now}
+	e.WaveKey = e.Report.Policy.WaveKey
 	for _, r := range s.Revisions {
 		if h := r.Labels[daemon.HashLabel]; h != "" && metav1.IsControlledBy(r, s.DaemonSet) {
 			e.Revisions[h] = r.Revision

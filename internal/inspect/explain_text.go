@@ -127,7 +127,7 @@ func (e *Explanation) writeSummary(w io.Writer) error {
 	switch c := r.Progressing; {
 	case c != nil:
 		fmt.Fprintf(w, "Progressing: %s/%s: %s (since %s)\n", c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.RFC3339))
-	case !daemon.ParsePolicy(e.DaemonSet.Annotations).Set:
+	case !e.Report.Policy.Set:
 		fmt.Fprintf(w, "Progressing: no condition (the DaemonSet has no %s annotations)\n", daemon.RolloutPrefix)
 	default:
 		fmt.Fprintln(w, "Progressing: no condition yet")

@@ -68,12 +68,8 @@ func Look(ctx context.Context, client kubernetes.Interface, ds *apps.DaemonSet, 
 	st := ds.Status
 	p := Progress{Name: ds.Name, Generation: ds.Generation, ObservedGeneration: st.ObservedGeneration,
 		Desired: st.DesiredNumberScheduled, Updated: st.UpdatedNumberScheduled, Available: st.NumberAvailable}
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == daemon.ConditionProgressing {
-			p.Condition = &st.Conditions[i]
-		}
-	}
-	pol := daemon.ParsePolicy(ds.Annotations)
+	p.Condition = daemon.Progressing(&st)
+	pol := daemon.PolicyOf(ds)
 	p.WaveKey = pol.WaveKey
 	// A False condition may be stale (the rollout was resumed, the annotation fixed,
 	// since the controller wrote it): it counts only when the controller's rules,
@@ -87,8 +83,8 @@ func Look(ctx context.Context, client kubernetes.Interface, ds *apps.DaemonSet, 
 		return p, err
 	}
 	r := daemon.Explain(s)
-	if pol.WaveKey != "" {
-		p.Waves = Waves(r, pol)
+	if r.Policy.WaveKey != "" {
+		p.Waves = Waves(r)
 	}
 	if c := r.Progressing; failed && c != nil && c.Status == v1.ConditionFalse {
 		p.Failure = fmt.Sprintf("rollout of daemonset/%s failed: %s: %s", ds.Name, c.Reason, c.Message)

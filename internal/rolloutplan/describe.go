@@ -12,20 +12,9 @@ import (
 	"github.com/everynode/everynode/internal/daemon"
 )
 
-// waitOrder ranks what nodes wait for, the one that says most about why the rollout
-// does not move first: a hold only a fix ends, then new pods coming up and baking
-// (a hold that comes after them shows in the next step, or the end), then the other
-// holds, then the budget.
-var waitOrder = []daemon.Reason{
-	daemon.ReasonInvalidAnnotation, daemon.ReasonProgressDeadlineExceeded, daemon.ReasonRestartLimitExceeded,
-	daemon.ReasonContainerFailing, daemon.ReasonNewPodUnavailable, daemon.ReasonNewPodBaking,
-	daemon.ReasonPaused, daemon.ReasonWavePause, daemon.ReasonCanaryHeld, daemon.ReasonPartitionHeld,
-	daemon.ReasonSurgeHostPort, daemon.ReasonFailedPodBackoff, daemon.ReasonBudgetFull, daemon.ReasonLaterWave,
-}
-
 // mainWait picks, of what the nodes wait for, the one that holds the rollout.
 func mainWait(waiting map[daemon.Reason]int) daemon.Reason {
-	for _, r := range waitOrder {
+	for _, r := range daemon.WaitReasons() { // the most telling first
 		if waiting[r] > 0 {
 			return r
 		}
@@ -129,7 +118,7 @@ func describePolicy(ds *apps.DaemonSet, pol *daemon.Policy) []string {
 // notes are what the estimate does not model for this DaemonSet.
 func notes(ds *apps.DaemonSet) []string {
 	var out []string
-	if surges(ds) && hasHostPort(ds) {
+	if surges(ds) && daemon.HasHostPorts(&ds.Spec.Template.Spec) {
 		out = append(out, "the pods take host ports: a surge pod cannot be scheduled beside the old pod holding them, "+
 			"which this estimate does not show (see surge-fallback in docs/rollouts.md)")
 	}
@@ -144,17 +133,6 @@ func surges(ds *apps.DaemonSet) bool {
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, 100, true)
 	return err == nil && n > 0
-}
-
-func hasHostPort(ds *apps.DaemonSet) bool {
-	for _, c := range ds.Spec.Template.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort != 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func orZero(v *intstr.IntOrString) string {

@@ -14,7 +14,7 @@ import (
 // is complete, holds for a person, failed, or has nothing left to wait for.
 func (r *run) settled(p daemon.Plan) (End, bool) {
 	w := r.w
-	cond := progressingCondition(w.ds)
+	cond := daemon.Progressing(&w.ds.Status)
 	if r.complete(cond) {
 		e := End{State: Complete}
 		if cond != nil {
@@ -82,7 +82,7 @@ func (r *run) rolledBack(p daemon.Plan) End {
 	e := End{State: Failed, Reason: string(daemon.ReasonRolledBack),
 		Message:  fmt.Sprintf("the rollout fails and everynode rolls the template back to revision %d", p.Rollback.Revision),
 		Continue: "find why the new pods did not become available in time (the estimate assumed --pod-start), fix the template and apply it"}
-	if c := progressingCondition(r.w.ds); c != nil && daemon.Reason(c.Reason) == daemon.ReasonRolledBack {
+	if c := daemon.Progressing(&r.w.ds.Status); c != nil && daemon.Reason(c.Reason) == daemon.ReasonRolledBack {
 		e.Message = c.Message
 	}
 	return e
@@ -96,15 +96,6 @@ func invalidSpec(p daemon.Plan) (End, bool) {
 		}
 	}
 	return End{}, false
-}
-
-func progressingCondition(ds *apps.DaemonSet) *apps.DaemonSetCondition {
-	for i := range ds.Status.Conditions {
-		if ds.Status.Conditions[i].Type == daemon.ConditionProgressing {
-			return &ds.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // anyCanary reports whether a node that should run the pod matches the canary.

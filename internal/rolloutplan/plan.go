@@ -85,7 +85,7 @@ func Plan(in Input, o Options) (*Schedule, error) {
 		o.MaxDuration = DefaultMaxDuration
 	}
 	w := newWorld(in, o.Start, o.PodStart)
-	r := &run{w: w, o: o, begun: map[string]bool{}, pol: daemon.ParsePolicy(w.ds.Annotations)}
+	r := &run{w: w, o: o, begun: map[string]bool{}, pol: daemon.PolicyOf(w.ds)}
 	r.s = &Schedule{DaemonSet: w.ds.Namespace + "/" + w.ds.Name, PodStart: Duration(o.PodStart), WaveKey: r.pol.WaveKey,
 		Policy: describePolicy(w.ds, &r.pol), Notes: notes(w.ds)}
 	r.play()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/gather"
 )
 
 // world is the simulated cluster the planner plays the rollout on: its own copies of
@@ -57,11 +58,11 @@ func newWorld(in Input, now time.Time, podStart time.Duration) *world {
 
 // snapshot is what the core sees at the world's time.
 func (w *world) snapshot() *daemon.Snapshot {
-	s := &daemon.Snapshot{DaemonSet: w.ds, Nodes: w.nodes, Revisions: w.revs, Now: w.now, Eligibility: w.elig}
+	objs := gather.Objects{Nodes: w.nodes, Revisions: w.revs}
 	for _, name := range w.podNames() {
-		s.Pods = append(s.Pods, w.pods[name])
+		objs.Pods = append(objs.Pods, w.pods[name])
 	}
-	return s
+	return gather.Snapshot(w.ds, objs, w.now, gather.Controller{Eligibility: w.elig})
 }
 
 func (w *world) podNames() []string {
