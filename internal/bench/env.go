@@ -150,7 +150,6 @@ func (s *Sandbox) APIServerPid() int {
 	return findChild(s.Pid(), component.Command, "kube-apiserver")
 }
 
-// Exited is closed once the sandbox process has exited.
 func (s *Sandbox) Exited() <-chan struct{} { return s.exited }
 
 // Stop stops the sandbox and waits for it (and so its children) to exit.

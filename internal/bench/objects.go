@@ -249,15 +249,6 @@ func (w *watcher) node(name string) *v1.Node {
 	return obj.(*v1.Node)
 }
 
-// allNodes lists the cached nodes.
-func (w *watcher) allNodes() []*v1.Node {
-	var out []*v1.Node
-	for _, obj := range w.nodeIdx.List() {
-		out = append(out, obj.(*v1.Node))
-	}
-	return out
-}
-
 // podTimes returns when the pods pinned to node were first seen, in order.
 func (w *watcher) podTimes(node string) []time.Time {
 	w.mu.Lock()

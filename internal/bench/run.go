@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -464,5 +463,3 @@ func (r *runCtx) addCosts(prefix string, pr phaseResult) {
 	r.add(Metric{Name: prefix + "API errors (status ≥ 400)", Unit: Count, Value: float64(total.Errors), OmitIfZero: true})
 	r.add(Metric{Name: prefix + "API responses (MiB)", Unit: Bytes, Value: float64(total.Bytes)})
 }
-
-func nan() float64 { return math.NaN() }

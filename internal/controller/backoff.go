@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -12,10 +11,10 @@ import (
 // failedBackoff remembers, per DaemonSet and node, how many failed pods were
 // deleted there and how long to leave the next one alone: daemon.FailedPodDelay of
 // that count. A change of the DaemonSet's generation (a spec change) starts over.
+// Each DaemonSet's is its dsState's backoff.
 type failedBackoff struct {
 	clock clock.PassiveClock
-	mu    sync.Mutex
-	byDS  map[string]*dsBackoff
+	st    *states
 }
 
 type dsBackoff struct {
@@ -28,20 +27,28 @@ type backoffEntry struct {
 	until    time.Time
 }
 
-func newFailedBackoff(c clock.PassiveClock) *failedBackoff {
-	return &failedBackoff{clock: c, byDS: map[string]*dsBackoff{}}
+func newFailedBackoff(c clock.PassiveClock, st *states) *failedBackoff {
+	return &failedBackoff{clock: c, st: st}
+}
+
+// entry returns key's back-off, or nil when it has none; the caller holds the
+// states' lock.
+func (b *failedBackoff) entry(key string) *dsBackoff {
+	if s := b.st.peek(key); s != nil && s.backoff.nodes != nil {
+		return &s.backoff
+	}
+	return nil
 }
 
 // next records that a failed pod on node was deleted now, before which before
 // others had failed there (as the pod recorded: a restarted controller takes the
 // count up again), and lengthens the wait before the next one may be.
 func (b *failedBackoff) next(key string, generation int64, node string, before int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.byDS[key]
-	if e == nil || e.generation != generation {
-		e = &dsBackoff{generation: generation, nodes: map[string]backoffEntry{}}
-		b.byDS[key] = e
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
+	e := &b.st.at(key).backoff
+	if e.nodes == nil || e.generation != generation {
+		*e = dsBackoff{generation: generation, nodes: map[string]backoffEntry{}}
 	}
 	now := b.clock.Now()
 	failures := before
@@ -56,9 +63,9 @@ func (b *failedBackoff) next(key string, generation int64, node string, before i
 // failures returns, per node of a DaemonSet, how many failed pods were deleted there
 // at this generation, for the entries that have not expired.
 func (b *failedBackoff) failures(key string, generation int64) map[string]int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.byDS[key]
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
+	e := b.entry(key)
 	if e == nil || e.generation != generation {
 		return nil
 	}
@@ -77,9 +84,9 @@ func (b *failedBackoff) failures(key string, generation int64) map[string]int {
 
 // view returns the nodes of a DaemonSet still in backoff, with their end times.
 func (b *failedBackoff) view(key string, generation int64) map[string]time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.byDS[key]
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
+	e := b.entry(key)
 	if e == nil || e.generation != generation {
 		return nil
 	}
@@ -96,25 +103,33 @@ func (b *failedBackoff) view(key string, generation int64) map[string]time.Time 
 	return out
 }
 
-func (b *failedBackoff) forget(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.byDS, key)
-}
-
 // gc drops entries that have expired, so the table does not grow with node churn.
 func (b *failedBackoff) gc() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
 	now := b.clock.Now()
-	for key, e := range b.byDS {
+	for _, s := range b.st.byKey {
+		e := &s.backoff
 		for node, entry := range e.nodes {
 			if now.Sub(entry.until) > 2*daemon.FailedPodBackoffMax {
 				delete(e.nodes, node)
 			}
 		}
 		if len(e.nodes) == 0 {
-			delete(b.byDS, key)
+			*e = dsBackoff{}
 		}
 	}
+}
+
+// tracked counts the DaemonSets with a back-off entry.
+func (b *failedBackoff) tracked() int {
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
+	n := 0
+	for _, s := range b.st.byKey {
+		if len(s.backoff.nodes) > 0 {
+			n++
+		}
+	}
+	return n
 }

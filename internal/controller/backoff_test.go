@@ -11,7 +11,7 @@ import (
 
 func TestFailedBackoff_DoublesFromOneSecondUpToFifteenMinutes(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newFailedBackoff(clock)
+	b := newFailedBackoff(clock, newStates())
 	want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 	for d := 16 * time.Second; d < daemon.FailedPodBackoffMax; d *= 2 {
 		want = append(want, d)
@@ -34,7 +34,7 @@ func TestFailedBackoff_DoublesFromOneSecondUpToFifteenMinutes(t *testing.T) {
 func TestFailedBackoff_ViewReturnsWhenEachNodeIsReleased(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	start := clock.Now()
-	b := newFailedBackoff(clock)
+	b := newFailedBackoff(clock, newStates())
 	b.next("ns/a", 1, "node-0", 0)
 	b.next("ns/a", 1, "node-0", 0) // 2s from start
 	b.next("ns/a", 1, "node-1", 0) // 1s from start
@@ -55,7 +55,7 @@ func TestFailedBackoff_ViewReturnsWhenEachNodeIsReleased(t *testing.T) {
 
 func TestFailedBackoff_GenerationChangeStartsOver(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newFailedBackoff(clock)
+	b := newFailedBackoff(clock, newStates())
 	for range 3 {
 		b.next("ns/a", 1, "node-0", 0) // 1s, 2s, 4s
 	}
@@ -73,7 +73,7 @@ func TestFailedBackoff_GenerationChangeStartsOver(t *testing.T) {
 
 func TestFailedBackoff_ExpiresAfterTwiceTheLongestDelay(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newFailedBackoff(clock)
+	b := newFailedBackoff(clock, newStates())
 	b.next("ns/a", 1, "node-0", 0)
 	b.next("ns/a", 1, "node-0", 0) // 2s
 	clock.Step(2*time.Second + 2*daemon.FailedPodBackoffMax)
@@ -89,16 +89,16 @@ func TestFailedBackoff_ExpiresAfterTwiceTheLongestDelay(t *testing.T) {
 
 	clock.Step(time.Second + 2*daemon.FailedPodBackoffMax)
 	b.gc()
-	if len(b.byDS) != 1 {
-		t.Errorf("gc dropped an entry not yet expired: %v", b.byDS)
+	if n := b.tracked(); n != 1 {
+		t.Errorf("gc dropped an entry not yet expired: %d DaemonSets with entries", n)
 	}
 	clock.Step(time.Nanosecond)
 	b.gc()
-	if len(b.byDS) != 0 {
-		t.Errorf("gc kept expired entries: %v", b.byDS)
+	if n := b.tracked(); n != 0 {
+		t.Errorf("gc kept expired entries: %d DaemonSets with entries", n)
 	}
 	b.next("ns/a", 1, "node-0", 0)
-	b.forget("ns/a")
+	b.st.forget("ns/a")
 	if held := b.view("ns/a", 1); held != nil {
 		t.Errorf("after forget: %v", held)
 	}
@@ -108,7 +108,7 @@ func TestFailedBackoff_ExpiresAfterTwiceTheLongestDelay(t *testing.T) {
 // as after a restart of the controller; the counts are what new pods record.
 func TestFailedBackoff_TakesUpTheCountAFailedPodRecorded(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newFailedBackoff(clock)
+	b := newFailedBackoff(clock, newStates())
 	b.next("ns/a", 1, "node-0", 3) // the fourth failure: 8s
 	if d := b.view("ns/a", 1)["node-0"].Sub(clock.Now()); d != 8*time.Second {
 		t.Errorf("held %v, want 8s", d)

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -11,15 +10,15 @@ import (
 // period for each DaemonSet. An event after a quiet period is synced at once; one that
 // comes sooner waits for the rest of the period, and the events meanwhile share that
 // sync (the queue keeps a key's earliest delayed add).
+// Each DaemonSet's last start is its dsState's lastSync.
 type syncBatcher struct {
 	period time.Duration
 	clock  clock.PassiveClock
-	mu     sync.Mutex
-	last   map[string]time.Time // DaemonSet key -> when its last sync started
+	st     *states
 }
 
-func newSyncBatcher(period time.Duration, c clock.PassiveClock) *syncBatcher {
-	return &syncBatcher{period: period, clock: c, last: map[string]time.Time{}}
+func newSyncBatcher(period time.Duration, c clock.PassiveClock, st *states) *syncBatcher {
+	return &syncBatcher{period: period, clock: c, st: st}
 }
 
 // delay is how long a sync of key asked for now should wait.
@@ -27,13 +26,13 @@ func (b *syncBatcher) delay(key string) time.Duration {
 	if b.period <= 0 {
 		return 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	last, ok := b.last[key]
-	if !ok {
+	b.st.mu.Lock()
+	defer b.st.mu.Unlock()
+	s := b.st.peek(key)
+	if s == nil || s.lastSync.IsZero() {
 		return 0
 	}
-	return max(b.period-b.clock.Since(last), 0)
+	return max(b.period-b.clock.Since(s.lastSync), 0)
 }
 
 // started records that a sync of key starts now.
@@ -41,14 +40,7 @@ func (b *syncBatcher) started(key string) {
 	if b.period <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.last[key] = b.clock.Now()
-	b.mu.Unlock()
-}
-
-// forget drops a DaemonSet that no longer exists.
-func (b *syncBatcher) forget(key string) {
-	b.mu.Lock()
-	delete(b.last, key)
-	b.mu.Unlock()
+	b.st.mu.Lock()
+	b.st.at(key).lastSync = b.clock.Now()
+	b.st.mu.Unlock()
 }

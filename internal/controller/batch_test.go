@@ -9,7 +9,7 @@ import (
 
 func TestSyncBatcher(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Now())
-	b := newSyncBatcher(100*time.Millisecond, clock)
+	b := newSyncBatcher(100*time.Millisecond, clock, newStates())
 	steps := []struct {
 		do      func()
 		advance time.Duration
@@ -21,7 +21,7 @@ func TestSyncBatcher(t *testing.T) {
 		{advance: 70 * time.Millisecond, want: 0}, // the period is over
 		{advance: time.Hour, want: 0},
 		{do: func() { b.started("ns/a") }, advance: 99 * time.Millisecond, want: time.Millisecond},
-		{do: func() { b.forget("ns/a") }, want: 0},
+		{do: func() { b.st.forget("ns/a") }, want: 0},
 	}
 	for i, s := range steps {
 		if s.do != nil {
@@ -35,7 +35,7 @@ func TestSyncBatcher(t *testing.T) {
 	if got := b.delay("ns/other"); got != 0 {
 		t.Errorf("another DaemonSet waits %v, want 0", got)
 	}
-	off := newSyncBatcher(0, clock)
+	off := newSyncBatcher(0, clock, newStates())
 	off.started("ns/a")
 	if got := off.delay("ns/a"); got != 0 {
 		t.Errorf("with no period: delay = %v, want 0", got)

@@ -124,7 +124,10 @@ type Controller struct {
 	// whose deletes rank by the system classes alone.
 	classes schedulinglisters.PriorityClassLister
 
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue workqueue.TypedRateLimitingInterface[string]
+	// states is everything kept of each DaemonSet between syncs (state.go); the
+	// keepers below each own a part of it.
+	states   *states
 	inflight *inflight
 	writes   *writeQueue
 	backoff  *failedBackoff
@@ -168,6 +171,7 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		opts.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	st := newStates()
 	c := &Controller{
 		client:       client,
 		opts:         opts,
@@ -181,14 +185,15 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "everynode", Clock: opts.Clock},
 		),
-		inflight: newInflight(opts.Clock),
+		states:   st,
+		inflight: newInflight(opts.Clock, st),
 		writes:   newWriteQueue(),
-		backoff:  newFailedBackoff(opts.Clock),
-		elig:     newEligibilityCache(),
-		written:  newOwnWrites(),
-		memos:    newMemos(),
-		pace:     newStatusPace(opts.MinStatusInterval, opts.MaxStatusHold),
-		batch:    newSyncBatcher(opts.SyncBatchPeriod, opts.Clock),
+		backoff:  newFailedBackoff(opts.Clock, st),
+		elig:     newEligibilityCache(st),
+		written:  newOwnWrites(st),
+		memos:    newMemos(st),
+		pace:     newStatusPace(opts.MinStatusInterval, opts.MaxStatusHold, st),
+		batch:    newSyncBatcher(opts.SyncBatchPeriod, opts.Clock, st),
 		foreign:  newForeignWrites(manager),
 	}
 	// A status held while the DaemonSet's pod writes were busy is written by the

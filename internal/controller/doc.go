@@ -1,13 +1,33 @@
 // Package controller runs everynode's DaemonSet controller against a Kubernetes API.
 //
-// It owns the wiring and every write, and decides nothing: informers feed event
-// handlers, handlers enqueue DaemonSet keys, a worker turns a key into a
-// daemon.Snapshot read from the caches, daemon.Decide turns that into a daemon.Plan,
-// and apply executes the Plan. apply is the only code that writes to the API: it
-// queues a Plan's pod creates and deletes in one queue shared by every DaemonSet
-// (writeQueue), which a fixed set of dispatchers sends in rank order
-// (WriteRank: priority, then pods that unblock not-ready nodes, DaemonSets in
-// turn), each taking a client rate limiter token before it picks the next write.
+// It owns the wiring and every write, and decides nothing. One DaemonSet's sync is:
+//
+//	handlers.go     informer events → DaemonSet keys on the workqueue (node events
+//	                wake only the DaemonSets whose verdict for the node changes)
+//	sync.go         key → gather.Snapshot from the caches (podindex.go, podcache.go,
+//	                nodelist.go: slim pods, another controller's as metadata) →
+//	                daemon.DecideWith (full mode, with the DaemonSet's Memo) or
+//	                daemon.DecideUpdate (companion mode) → apply
+//	apply*.go       the writer: the only code that writes to the API. Ownership,
+//	                revisions, pod creates and deletes, in-place updates, rollout
+//	                marks, status and events, in the Plan's order
+//	writequeue.go   pod creates and deletes wait in one queue shared by every
+//	dispatch.go     DaemonSet, sent by a fixed set of dispatchers in rank order
+//	writeorder.go   (priority, then pods that unblock not-ready nodes, DaemonSets in
+//	                turn), each taking a client rate-limiter token first
+//
+// What the controller keeps of a DaemonSet between its syncs is one dsState
+// (state.go): its writes in flight (inflight.go), failed-pod back-off (backoff.go),
+// parsed placement rules (eligibility_cache.go), Memo (memos.go), last sync
+// (batch.go), status pace (status_pace.go) and last own write (written.go). It is
+// made with its first entry and forgotten in one place, Controller.forget, with the
+// DaemonSet's queued writes and metrics.
+//
+// Around the sync: leadership and the write fence (leader.go, fence.go: no write
+// unless this replica surely leads), another DaemonSet controller noticed and stood
+// down from (probe.go, foreign.go, standdown.go), metrics and the health server
+// (metrics.go, server.go, metricsauth.go), and the typed configuration of `everynode
+// controller` (config.go, client.go, timeout.go).
 //
 // Promises:
 //   - One DaemonSet is synced by at most one worker at a time (the workqueue's
@@ -20,5 +40,5 @@
 //     with backoff and is returned by its next sync; it holds up no other DaemonSet.
 //   - A queued write is in flight from the moment it is queued; a create for a node
 //     without a pod that a newer Plan no longer asks for is dropped unsent.
-//   - Node events wake only the DaemonSets whose verdict for that node changes.
+//   - Nothing of a deleted DaemonSet is kept.
 package controller

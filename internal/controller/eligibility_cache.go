@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"sync"
-
 	apps "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -14,36 +12,29 @@ import (
 // parse selectors and affinities again and again. The rules remember their verdict
 // for each node object of the informer's cache, so a sync evaluates only the nodes
 // that changed since the last one.
-type eligibilityCache struct {
-	mu    sync.RWMutex
-	byUID map[types.UID]cachedEligibility
-}
+// The rules of a DaemonSet are its dsState's elig, kept for the object's UID and
+// generation: a DaemonSet recreated under the same name starts afresh.
+type eligibilityCache struct{ st *states }
 
 type cachedEligibility struct {
+	uid        types.UID
 	generation int64
 	rules      *daemon.Eligibility
 }
 
-func newEligibilityCache() *eligibilityCache {
-	return &eligibilityCache{byUID: map[types.UID]cachedEligibility{}}
-}
+func newEligibilityCache(st *states) *eligibilityCache { return &eligibilityCache{st: st} }
 
-func (c *eligibilityCache) get(ds *apps.DaemonSet) *daemon.Eligibility {
-	c.mu.RLock()
-	e, ok := c.byUID[ds.UID]
-	c.mu.RUnlock()
-	if ok && e.generation == ds.Generation {
-		return e.rules
+// get returns the rules of ds, key its key.
+func (c *eligibilityCache) get(key string, ds *apps.DaemonSet) *daemon.Eligibility {
+	c.st.mu.Lock()
+	if s := c.st.peek(key); s != nil && s.elig.rules != nil && s.elig.uid == ds.UID && s.elig.generation == ds.Generation {
+		c.st.mu.Unlock()
+		return s.elig.rules
 	}
+	c.st.mu.Unlock()
 	rules := daemon.NewEligibility(&ds.Spec.Template.Spec).RememberingVerdicts()
-	c.mu.Lock()
-	c.byUID[ds.UID] = cachedEligibility{generation: ds.Generation, rules: rules}
-	c.mu.Unlock()
+	c.st.mu.Lock()
+	c.st.at(key).elig = cachedEligibility{uid: ds.UID, generation: ds.Generation, rules: rules}
+	c.st.mu.Unlock()
 	return rules
-}
-
-func (c *eligibilityCache) forget(uid types.UID) {
-	c.mu.Lock()
-	delete(c.byUID, uid)
-	c.mu.Unlock()
 }

@@ -98,13 +98,7 @@ func statusOnly(old, cur *apps.DaemonSet) bool {
 }
 
 func (c *Controller) forgetDaemonSet(ds *apps.DaemonSet) {
-	key := cache.MetaObjectToName(ds).String()
-	c.inflight.forget(key)
-	c.writes.forget(key)
-	c.backoff.forget(key)
-	c.batch.forget(key)
-	c.elig.forget(ds.UID)
-	c.metrics.forget(ds.Namespace, ds.Name)
+	c.forget(cache.MetaObjectToName(ds).String())
 }
 
 // owner returns the DaemonSet a ControllerRef points to, if it is still the same one.
@@ -333,6 +327,6 @@ func (c *Controller) forEachDaemonSet(fn func(*apps.DaemonSet, *daemon.Eligibili
 		return
 	}
 	for _, ds := range all {
-		fn(ds, c.elig.get(ds))
+		fn(ds, c.elig.get(cache.MetaObjectToName(ds).String(), ds))
 	}
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -25,10 +24,10 @@ const unknownOutcomeTTL = 30 * time.Second
 // this controller made that its informers have not shown yet. Observing is
 // idempotent: a graceful delete, seen first as a deletionTimestamp and later as the
 // removal, is counted once.
+// Each DaemonSet's writes are its dsState's inflight.
 type inflight struct {
 	clock clock.PassiveClock
-	mu    sync.Mutex
-	byDS  map[string]*dsInflight
+	st    *states
 }
 
 type dsInflight struct {
@@ -51,24 +50,33 @@ type inflightUpdate struct {
 // until it is sent (see sendingCreate) or taken back.
 var queuedWrite time.Time
 
-func newInflight(c clock.PassiveClock) *inflight {
-	return &inflight{clock: c, byDS: map[string]*dsInflight{}}
+func newInflight(c clock.PassiveClock, st *states) *inflight {
+	return &inflight{clock: c, st: st}
 }
 
+// entry returns key's writes, making them if there are none; the caller holds the
+// states' lock.
 func (f *inflight) entry(key string) *dsInflight {
-	e := f.byDS[key]
-	if e == nil {
-		e = &dsInflight{creates: map[string]time.Time{}, deletes: map[types.UID]time.Time{},
+	e := &f.st.at(key).inflight
+	if e.creates == nil {
+		*e = dsInflight{creates: map[string]time.Time{}, deletes: map[types.UID]time.Time{},
 			updates: map[types.UID]inflightUpdate{}, refused: map[types.UID]time.Time{}}
-		f.byDS[key] = e
 	}
 	return e
 }
 
+// peek returns key's writes, or nil; the caller holds the states' lock.
+func (f *inflight) peek(key string) *dsInflight {
+	if s := f.st.peek(key); s != nil && s.inflight.creates != nil {
+		return &s.inflight
+	}
+	return nil
+}
+
 // expectCreate records a create queued for node.
 func (f *inflight) expectCreate(key, node string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
 	f.entry(key).creates[node] = queuedWrite
 }
 
@@ -76,9 +84,9 @@ func (f *inflight) expectCreate(key, node string) {
 // reports whether it is still expected: false when the cache has shown a pod for
 // its node meanwhile, or its DaemonSet was forgotten.
 func (f *inflight) sendingCreate(key, node string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.byDS[key]
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	e := f.peek(key)
 	if e == nil {
 		return false
 	}
@@ -91,25 +99,25 @@ func (f *inflight) sendingCreate(key, node string) bool {
 
 // createDone forgets a create: it was observed, or it failed.
 func (f *inflight) createDone(key, node string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		delete(e.creates, node)
 	}
 }
 
 // expectDelete records a delete queued for the pod with uid.
 func (f *inflight) expectDelete(key string, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
 	f.entry(key).deletes[uid] = queuedWrite
 }
 
 // sendingDelete is sendingCreate for a delete.
 func (f *inflight) sendingDelete(key string, uid types.UID) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.byDS[key]
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	e := f.peek(key)
 	if e == nil {
 		return false
 	}
@@ -124,9 +132,9 @@ func (f *inflight) sendingDelete(key string, uid types.UID) bool {
 // unknownOutcomeTTL from now: the pod may exist without the cache showing it yet.
 // A create observed meanwhile stays done.
 func (f *inflight) createUnknown(key, node string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		if until, ok := e.creates[node]; ok {
 			e.creates[node] = minTime(until, f.clock.Now().Add(unknownOutcomeTTL))
 		}
@@ -135,9 +143,9 @@ func (f *inflight) createUnknown(key, node string) {
 
 // deleteUnknown is createUnknown for a delete.
 func (f *inflight) deleteUnknown(key string, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		if until, ok := e.deletes[uid]; ok {
 			e.deletes[uid] = minTime(until, f.clock.Now().Add(unknownOutcomeTTL))
 		}
@@ -154,25 +162,18 @@ func minTime(a, b time.Time) time.Time {
 
 // deleteDone forgets a delete: it was observed, or it failed.
 func (f *inflight) deleteDone(key string, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		delete(e.deletes, uid)
 	}
 }
 
-// forget drops everything tracked for a DaemonSet that no longer exists.
-func (f *inflight) forget(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.byDS, key)
-}
-
 // view returns a copy of a DaemonSet's outstanding writes, dropping expired ones.
 func (f *inflight) view(key string) daemon.InFlight {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.byDS[key]
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	e := f.peek(key)
 	if e == nil {
 		return daemon.InFlight{}
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestInflight_CreateIsOutstandingUntilDone(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := newInflight(clock)
+	f := newInflight(clock, newStates())
 	f.expectCreate("ns/a", "node-0")
 	f.expectCreate("ns/a", "node-1")
 	f.expectCreate("ns/b", "node-0")
@@ -33,7 +33,7 @@ func TestInflight_CreateIsOutstandingUntilDone(t *testing.T) {
 
 func TestInflight_DeleteDoneIsIdempotent(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := newInflight(clock)
+	f := newInflight(clock, newStates())
 	f.expectDelete("ns/a", types.UID("pod-1"))
 	f.expectDelete("ns/a", types.UID("pod-2"))
 	if v := f.view("ns/a"); !v.Deletes["pod-1"] || !v.Deletes["pod-2"] {
@@ -54,7 +54,7 @@ func TestInflight_DeleteDoneIsIdempotent(t *testing.T) {
 
 func TestInflight_UnobservedWritesExpireAfterTTL(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := newInflight(clock)
+	f := newInflight(clock, newStates())
 	f.expectCreate("ns/a", "node-0")
 	f.expectDelete("ns/a", "pod-1")
 	f.expectCreate("ns/a", "node-1")
@@ -90,7 +90,7 @@ func TestInflight_UnobservedWritesExpireAfterTTL(t *testing.T) {
 
 func TestInflight_ViewIsACopyAndForgetDropsAll(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := newInflight(clock)
+	f := newInflight(clock, newStates())
 	f.expectCreate("ns/a", "node-0")
 	f.expectDelete("ns/a", "pod-1")
 	v := f.view("ns/a")
@@ -99,7 +99,7 @@ func TestInflight_ViewIsACopyAndForgetDropsAll(t *testing.T) {
 	if v := f.view("ns/a"); !v.Creates["node-0"] || v.Deletes["pod-9"] {
 		t.Errorf("changing a view changed the tracker: %+v", v)
 	}
-	f.forget("ns/a")
+	f.st.forget("ns/a")
 	if v := f.view("ns/a"); !v.Empty() {
 		t.Errorf("after forget: view = %+v, want empty", v)
 	}
@@ -107,7 +107,7 @@ func TestInflight_ViewIsACopyAndForgetDropsAll(t *testing.T) {
 
 func TestInflight_UnknownOutcomeIsWaitedForBriefly(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := newInflight(clock)
+	f := newInflight(clock, newStates())
 	f.expectCreate("ns/a", "node-0")
 	f.expectCreate("ns/a", "node-1")
 	f.expectDelete("ns/a", "pod-1")

@@ -12,16 +12,16 @@ import (
 // deletes are.
 
 func (f *inflight) expectUpdate(key string, uid types.UID, hash string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
 	f.entry(key).updates[uid] = inflightUpdate{hash: hash, until: f.clock.Now().Add(inflightTTL)}
 }
 
 // updateSeen forgets an in-place update once the cache shows the pod with hash.
 func (f *inflight) updateSeen(key string, uid types.UID, hash string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		if u, ok := e.updates[uid]; ok && u.hash == hash {
 			delete(e.updates, uid)
 		}
@@ -30,18 +30,18 @@ func (f *inflight) updateSeen(key string, uid types.UID, hash string) {
 
 // updateDone forgets an in-place update: it failed, or the pod is gone.
 func (f *inflight) updateDone(key string, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		delete(e.updates, uid)
 	}
 }
 
 // updateUnknown is createUnknown for an in-place update.
 func (f *inflight) updateUnknown(key string, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e := f.byDS[key]; e != nil {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if e := f.peek(key); e != nil {
 		if u, ok := e.updates[uid]; ok {
 			u.until = minTime(u.until, f.clock.Now().Add(unknownOutcomeTTL))
 			e.updates[uid] = u
@@ -52,17 +52,17 @@ func (f *inflight) updateUnknown(key string, uid types.UID) {
 // refuse records that the API server rejected the in-place update of a pod: for
 // inflightTTL, the update replaces it instead.
 func (f *inflight) refuse(key string, uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
 	f.entry(key).refused[uid] = f.clock.Now().Add(inflightTTL)
 }
 
 // refusedUpdates are the pods of a DaemonSet whose in-place update was rejected
 // lately; nil when none was.
 func (f *inflight) refusedUpdates(key string) map[types.UID]bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.byDS[key]
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	e := f.peek(key)
 	if e == nil || len(e.refused) == 0 {
 		return nil
 	}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"sync"
 	"time"
 
 	apps "k8s.io/api/apps/v1"
@@ -22,13 +21,26 @@ type statusPace struct {
 	interval time.Duration
 	hold     time.Duration
 
-	mu   sync.Mutex
-	last map[string]time.Time // when each DaemonSet's status was last written
-	held map[string]bool      // DaemonSets with a write held while busy
+	st *states
 }
 
-func newStatusPace(interval, hold time.Duration) *statusPace {
-	return &statusPace{interval: interval, hold: hold, last: map[string]time.Time{}, held: map[string]bool{}}
+// paceState is one DaemonSet's part of the pace.
+type paceState struct {
+	last time.Time // when its status was last written (zero: never)
+	held bool      // a write is held while its pod writes are busy
+}
+
+func newStatusPace(interval, hold time.Duration, st *states) *statusPace {
+	return &statusPace{interval: interval, hold: hold, st: st}
+}
+
+// setHeld notes, or clears, a write held for key.
+func (s *statusPace) setHeld(key string, held bool) {
+	s.st.mu.Lock()
+	if st := s.st.peek(key); st != nil || held {
+		s.st.at(key).pace.held = held
+	}
+	s.st.mu.Unlock()
 }
 
 // wait returns how long the write of next over cur must wait, zero for at once.
@@ -38,10 +50,13 @@ func (s *statusPace) wait(key string, cur, next *apps.DaemonSetStatus, now time.
 	if s.interval <= 0 || !countersOnly(cur, next) {
 		return 0
 	}
-	s.mu.Lock()
-	last, ok := s.last[key]
-	s.mu.Unlock()
-	if !ok {
+	s.st.mu.Lock()
+	var last time.Time
+	if st := s.st.peek(key); st != nil {
+		last = st.pace.last
+	}
+	s.st.mu.Unlock()
+	if last.IsZero() {
 		return 0
 	}
 	since := now.Sub(last)
@@ -51,42 +66,31 @@ func (s *statusPace) wait(key string, cur, next *apps.DaemonSetStatus, now time.
 	if since >= s.hold {
 		return 0
 	}
-	s.mu.Lock()
-	s.held[key] = true
-	s.mu.Unlock()
+	s.setHeld(key, true)
 	if busy() {
 		return s.hold - since
 	}
-	s.mu.Lock()
-	delete(s.held, key)
-	s.mu.Unlock()
+	s.setHeld(key, false)
 	return 0
 }
 
 // drained reports, once, whether the DaemonSet has a write held while its pod
 // writes were busy: they have drained, and it is to be synced.
 func (s *statusPace) drained(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.held[key] {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	st := s.st.peek(key)
+	if st == nil || !st.pace.held {
 		return false
 	}
-	delete(s.held, key)
+	st.pace.held = false
 	return true
 }
 
 func (s *statusPace) wrote(key string, at time.Time) {
-	s.mu.Lock()
-	s.last[key] = at
-	delete(s.held, key)
-	s.mu.Unlock()
-}
-
-func (s *statusPace) forget(key string) {
-	s.mu.Lock()
-	delete(s.last, key)
-	delete(s.held, key)
-	s.mu.Unlock()
+	s.st.mu.Lock()
+	s.st.at(key).pace = paceState{last: at}
+	s.st.mu.Unlock()
 }
 
 // countersOnly reports whether next differs from cur in the pod counters alone.

@@ -17,7 +17,7 @@ func TestStatusPace(t *testing.T) {
 		Conditions: []apps.DaemonSetCondition{{Type: "Progressing", Status: v1.ConditionTrue}}}
 
 	idle := func() bool { return false }
-	p := newStatusPace(time.Second, 0)
+	p := newStatusPace(time.Second, 0, newStates())
 	if w := p.wait("ns/a", cur, counters, now, idle); w != 0 {
 		t.Errorf("first write waits %v, want none", w)
 	}
@@ -37,7 +37,7 @@ func TestStatusPace(t *testing.T) {
 	if w := p.wait("ns/a", cur, counters, now.Add(time.Second), idle); w != 0 {
 		t.Errorf("after the interval: wait %v, want none", w)
 	}
-	if w := newStatusPace(0, time.Minute).wait("ns/a", cur, counters, now, idle); w != 0 {
+	if w := newStatusPace(0, time.Minute, newStates()).wait("ns/a", cur, counters, now, idle); w != 0 {
 		t.Errorf("no interval: wait %v, want none", w)
 	}
 }
@@ -56,7 +56,7 @@ func TestStatusPaceHoldsCountersWhilePodWritesAreBusy(t *testing.T) {
 	busy := func() bool { return true }
 	idle := func() bool { return false }
 
-	p := newStatusPace(time.Second, 30*time.Second)
+	p := newStatusPace(time.Second, 30*time.Second, newStates())
 	p.wrote("ns/a", now)
 	at := now.Add(2 * time.Second)
 	if w := p.wait("ns/a", cur, counters, at, busy); w != 28*time.Second {
@@ -94,7 +94,7 @@ func TestStatusPaceHoldsCountersWhilePodWritesAreBusy(t *testing.T) {
 	if p.drained("ns/a") {
 		t.Error("a held write, written since, is reported by the drain")
 	}
-	if w := newStatusPace(time.Second, 0).wait("ns/a", cur, counters, now.Add(2*time.Second), busy); w != 0 {
+	if w := newStatusPace(time.Second, 0, newStates()).wait("ns/a", cur, counters, now.Add(2*time.Second), busy); w != 0 {
 		t.Errorf("no hold: wait %v while busy, want none", w)
 	}
 }

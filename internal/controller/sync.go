@@ -31,14 +31,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		logger.V(3).Info("DaemonSet is gone")
-		c.inflight.forget(key)
-		c.writes.forget(key)
-		c.batch.forget(key)
-		c.backoff.forget(key)
-		c.metrics.forget(namespace, name)
-		c.written.forget(key)
-		c.memos.set(key, nil)
-		c.pace.forget(key)
+		c.forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -56,8 +49,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	companion := c.opts.Mode == ModeCompanion
 	if companion && !daemon.CompanionManages(ds) {
 		logger.V(5).Info("Not a DaemonSet companion mode manages: the cluster's own controller rolls it out")
-		c.inflight.forget(key)
-		c.writes.forget(key)
+		c.forget(key)
 		return 0, nil
 	}
 	snap, err := c.snapshot(ds, key)
@@ -118,7 +110,7 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 		Failures:       c.backoff.failures(key, ds.Generation),
 		MaxCreates:     c.opts.BurstReplicas,
 		MaxDeletes:     c.opts.BurstReplicas,
-		Eligibility:    c.elig.get(ds),
+		Eligibility:    c.elig.get(key, ds),
 	}), nil
 }
 

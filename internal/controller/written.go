@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"sync"
-
 	apps "k8s.io/api/apps/v1"
 )
 
@@ -17,10 +15,8 @@ import (
 // a retry; or, after a rollback, decide the rollback again. As long as the cache still
 // shows the version a write was made from, or an earlier write of the same chain, the
 // object that write returned is the newer truth, and syncs use it instead.
-type ownWrites struct {
-	mu    sync.Mutex
-	byKey map[string]ownWrite
-}
+// Each DaemonSet's record is its dsState's written.
+type ownWrites struct{ st *states }
 
 type ownWrite struct {
 	// behind are the resourceVersions the cache shows while it has not caught up
@@ -30,8 +26,14 @@ type ownWrite struct {
 	obj    *apps.DaemonSet
 }
 
-func newOwnWrites() *ownWrites {
-	return &ownWrites{byKey: map[string]ownWrite{}}
+func newOwnWrites(st *states) *ownWrites { return &ownWrites{st: st} }
+
+// record returns key's record, or nil; the caller holds the states' lock.
+func (w *ownWrites) record(key string) *ownWrite {
+	if s := w.st.peek(key); s != nil && s.written.obj != nil {
+		return &s.written
+	}
+	return nil
 }
 
 // freshest returns the newest DaemonSet the controller knows for key, given cached,
@@ -39,16 +41,16 @@ func newOwnWrites() *ownWrites {
 // (the last write itself, or something newer), it holds that write or something
 // newer, and the record is dropped.
 func (w *ownWrites) freshest(key string, cached *apps.DaemonSet) *apps.DaemonSet {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rec, ok := w.byKey[key]
-	if !ok {
+	w.st.mu.Lock()
+	defer w.st.mu.Unlock()
+	rec := w.record(key)
+	if rec == nil {
 		return cached
 	}
 	if rec.behind[cached.ResourceVersion] && rec.obj.UID == cached.UID {
 		return rec.obj
 	}
-	delete(w.byKey, key)
+	*rec = ownWrite{}
 	return cached
 }
 
@@ -58,30 +60,24 @@ func (w *ownWrites) note(key, from string, obj *apps.DaemonSet) {
 	if obj == nil || obj.ResourceVersion == "" {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.st.mu.Lock()
+	defer w.st.mu.Unlock()
 	behind := map[string]bool{from: true}
-	if rec, ok := w.byKey[key]; ok && rec.obj.ResourceVersion == from {
+	if rec := w.record(key); rec != nil && rec.obj.ResourceVersion == from {
 		for rv := range rec.behind {
 			behind[rv] = true
 		}
 	}
-	w.byKey[key] = ownWrite{behind: behind, obj: obj}
+	w.st.at(key).written = ownWrite{behind: behind, obj: obj}
 }
 
 // last returns the object of the latest write recorded for key, or nil. Within a
 // sync, which began from freshest, it is the newest DaemonSet the controller knows.
 func (w *ownWrites) last(key string) *apps.DaemonSet {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if rec, ok := w.byKey[key]; ok {
+	w.st.mu.Lock()
+	defer w.st.mu.Unlock()
+	if rec := w.record(key); rec != nil {
 		return rec.obj
 	}
 	return nil
-}
-
-func (w *ownWrites) forget(key string) {
-	w.mu.Lock()
-	delete(w.byKey, key)
-	w.mu.Unlock()
 }

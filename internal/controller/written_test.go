@@ -82,7 +82,7 @@ func TestOwnWrites_UsedOnlyWhileTheCacheLags(t *testing.T) {
 	ds := func(rv string, uid types.UID) *apps.DaemonSet {
 		return &apps.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", ResourceVersion: rv, UID: uid}}
 	}
-	w := newOwnWrites()
+	w := newOwnWrites(newStates())
 	if got := w.freshest("k", ds("1", "a")); got.ResourceVersion != "1" {
 		t.Fatalf("no write yet: got %s, want the cached 1", got.ResourceVersion)
 	}
