@@ -150,8 +150,6 @@ func (s *Sandbox) APIServerPid() int {
 	return findChild(s.Pid(), component.Command, "kube-apiserver")
 }
 
-func (s *Sandbox) Exited() <-chan struct{} { return s.exited }
-
 // Stop stops the sandbox and waits for it (and so its children) to exit.
 func (s *Sandbox) Stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
