@@ -7,10 +7,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/everynode/everynode/internal/floorctl"
+	"github.com/everynode/everynode/internal/bench/floorctl"
 )
 
-// newFloorCommand runs the benchmark's floor controller (internal/floorctl), which
+// newFloorCommand runs the benchmark's floor controller (internal/bench/floorctl), which
 // `everynode bench` starts in a child process of its own.
 func newFloorCommand() *cobra.Command {
 	var kubeconfig string

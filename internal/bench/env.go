@@ -27,7 +27,7 @@ import (
 const (
 	Upstream  = "upstream"  // kube-controller-manager's DaemonSet controller
 	EveryNode = "everynode" // everynode controller
-	// Floor is the floor controller (internal/floorctl): per-node creates and
+	// Floor is the floor controller (internal/bench/floorctl): per-node creates and
 	// deletes only, no status. Only the churn scenario runs it.
 	Floor = "floor"
 )

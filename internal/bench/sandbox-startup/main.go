@@ -2,7 +2,7 @@
 // simulated nodes, all Ready and free of the not-ready taint, and how much memory the
 // sandbox's process tree holds then.
 //
-//	go run ./bench/sandbox-startup --binary bin/everynode --nodes 1000
+//	go run ./internal/bench/sandbox-startup --binary bin/everynode --nodes 1000
 package main
 
 import (
