@@ -27,11 +27,14 @@ func newEligibilityCache(st *states) *eligibilityCache { return &eligibilityCach
 // get returns the rules of ds, key its key.
 func (c *eligibilityCache) get(key string, ds *apps.DaemonSet) *daemon.Eligibility {
 	c.st.mu.Lock()
-	if s := c.st.peek(key); s != nil && s.elig.rules != nil && s.elig.uid == ds.UID && s.elig.generation == ds.Generation {
-		c.st.mu.Unlock()
-		return s.elig.rules
+	var kept cachedEligibility
+	if s := c.st.peek(key); s != nil {
+		kept = s.elig
 	}
 	c.st.mu.Unlock()
+	if kept.rules != nil && kept.uid == ds.UID && kept.generation == ds.Generation {
+		return kept.rules
+	}
 	rules := daemon.NewEligibility(&ds.Spec.Template.Spec).RememberingVerdicts()
 	c.st.mu.Lock()
 	c.st.at(key).elig = cachedEligibility{uid: ds.UID, generation: ds.Generation, rules: rules}
