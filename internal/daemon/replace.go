@@ -16,7 +16,8 @@ import (
 // podsOnNode picks the node's one current-revision pod and one older pod, ignoring
 // terminating ones. ok is false when there are more than one of either: the placement
 // rules must prune the node before the update touches it. The answers point into the
-// node's state, so a node asked again yields the same values at the same addresses.
+// updater's scratch space, sparing an allocation per node: they hold until the next
+// call, and every caller is done with them by then.
 func (u *updater) podsOnNode(n *unode) (cur, old *podAvail, ok bool) {
 	for _, pod := range n.pods {
 		if u.pl.deleting(pod) {
@@ -26,13 +27,13 @@ func (u *updater) podsOnNode(n *unode) (cur, old *podAvail, ok bool) {
 			if cur != nil {
 				return nil, nil, false
 			}
-			cur = &n.picked[0]
+			cur = &u.picked[0]
 			*cur = podAvail{pod: pod, available: u.pl.available(pod) && !u.inPlacePending(pod), healthy: u.healthy(pod)}
 		} else {
 			if old != nil {
 				return nil, nil, false
 			}
-			old = &n.picked[1]
+			old = &u.picked[1]
 			*old = podAvail{pod: pod, available: u.pl.available(pod)}
 		}
 	}

@@ -50,8 +50,6 @@ type unode struct {
 	// back-off of a failed pod, if one is held there.
 	wait      Reason
 	waitUntil time.Time
-	// picked holds podsOnNode's answer (the same for the whole decision).
-	picked [2]podAvail
 }
 
 // updater is the update stage at work on one decision.
@@ -69,6 +67,8 @@ type updater struct {
 	// portBlocked are the nodes whose surge pods wait for host ports their old pods
 	// hold (hostport.go).
 	portBlocked []portBlock
+	// picked holds podsOnNode's latest answer.
+	picked [2]podAvail
 	recheck     recheck
 }
 
@@ -137,6 +137,9 @@ func (u *updater) joiningNodes(claimed []*v1.Pod, p *Plan) {
 // retireSurged is step 2: a surging node's old pod goes as soon as it is not Ready
 // or the new pod beside it is healthy.
 func (u *updater) retireSurged(p *Plan) {
+	if !u.pl.surge {
+		return // no node holds a pair
+	}
 	for _, n := range u.pl.nodes {
 		if n.surgeOld != nil && (!IsReady(n.surgeOld) || u.healthy(n.surgeNew)) {
 			p.Deletes = append(p.Deletes, PodDelete{Pod: n.surgeOld, Reason: ReasonSurgeDone})
