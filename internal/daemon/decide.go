@@ -23,8 +23,8 @@ import (
 const defaultRevisionHistoryLimit = 10
 
 // Decide computes what to do for the DaemonSet of s. See the package comment for its
-// promises; each stage's rules are documented where they are implemented: claim.go
-// (ownership), history.go (revisions), placement.go, update.go and status.go.
+// promises; each stage's rules are documented where they are implemented: decideClaim
+// (ownership, below), history.go (revisions), placement.go, update.go and conclude.go.
 func Decide(s *Snapshot) Plan {
 	p, _ := decide(s)
 	return p

@@ -310,7 +310,7 @@ func (u *updater) inPlaceOf(pod *v1.Pod) (inPlaceRecord, bool) {
 	return r, ok
 }
 
-// decodedRecord is a pod's inPlaceRecordOf answer, kept by the view.
+// decodedRecord is a pod's inPlaceRecordOf answer, kept by the updater.
 type decodedRecord struct {
 	record inPlaceRecord
 	ok     bool

@@ -242,7 +242,7 @@ func (n *unode) waitForBake(until time.Time) {
 type podAvail struct {
 	pod       *v1.Pod
 	available bool
-	healthy   bool // available, and past the bake (see healthy.go)
+	healthy   bool // available, and past the bake (see failure.go)
 }
 
 // byName sorts nodes by name, in place, and returns them.
