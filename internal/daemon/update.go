@@ -68,8 +68,8 @@ type updater struct {
 	// hold (hostport.go).
 	portBlocked []portBlock
 	// picked holds podsOnNode's latest answer.
-	picked [2]podAvail
-	recheck     recheck
+	picked  [2]podAvail
+	recheck recheck
 }
 
 func newUpdater(pl *Placement, pol *Policy, revs revisions, refused map[types.UID]bool) *updater {
