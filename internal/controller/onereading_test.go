@@ -113,7 +113,7 @@ func TestEveryToolReadsTheClusterAlike(t *testing.T) {
 		t.Errorf("rollout status counts waves %+v, the controller's report %+v", progress.Waves, want)
 	}
 	// rollout plan: the same nodes to run the pod, and the host port seen.
-	in := rolloutplan.Input{DaemonSet: ds, Nodes: explainedNodes(objs), Pods: explainedPods(objs), Revisions: explainedRevisions(objs)}
+	in := rolloutplan.Input{DaemonSet: ds, Nodes: objectsOf[*v1.Node](objs), Pods: objectsOf[*v1.Pod](objs), Revisions: objectsOf[*apps.ControllerRevision](objs)}
 	sched, err := rolloutplan.Plan(in, rolloutplan.Options{Start: now, PodStart: rolloutplan.DefaultPodStart})
 	if err != nil {
 		t.Fatal(err)
@@ -227,31 +227,12 @@ func oneReadingCluster(t *testing.T, now time.Time) (*apps.DaemonSet, []runtime.
 	}
 }
 
-func explainedNodes(objs []runtime.Object) []*v1.Node {
-	var out []*v1.Node
+// objectsOf are the objects of type T among objs.
+func objectsOf[T runtime.Object](objs []runtime.Object) []T {
+	var out []T
 	for _, o := range objs {
-		if n, ok := o.(*v1.Node); ok {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func explainedPods(objs []runtime.Object) []*v1.Pod {
-	var out []*v1.Pod
-	for _, o := range objs {
-		if p, ok := o.(*v1.Pod); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func explainedRevisions(objs []runtime.Object) []*apps.ControllerRevision {
-	var out []*apps.ControllerRevision
-	for _, o := range objs {
-		if r, ok := o.(*apps.ControllerRevision); ok {
-			out = append(out, r)
+		if t, ok := o.(T); ok {
+			out = append(out, t)
 		}
 	}
 	return out
