@@ -35,7 +35,7 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 		writes = append(writes, &podWrite{key: key, ds: ds, node: create.Node, logger: logger,
 			rank: Rank(prio, ds, template, c.node(create.Node)), create: &create, template: template})
 	}
-	c.settleWithdrawn(key, c.writes.replaceCreates(key, writes, func(w *podWrite) { c.inflight.expectCreate(key, w.node) }))
+	c.settleWithdrawn(c.writes.replaceCreates(key, writes, c.inflight.expect))
 	return errors.Join(c.writes.takeErrors(key)...)
 }
 
@@ -43,7 +43,7 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 // node was seen meanwhile). It returns the create's error, and whether the
 // DaemonSet's other creates are to stop without one.
 func (c *Controller) sendCreate(ctx context.Context, w *podWrite) (error, bool) {
-	if !c.inflight.sendingCreate(w.key, w.node) {
+	if !c.inflight.sending(w) {
 		return nil, false
 	}
 	err := c.createPod(ctx, w.ds, w.template, *w.create)
@@ -51,7 +51,7 @@ func (c *Controller) sendCreate(ctx context.Context, w *podWrite) (error, bool) 
 		return nil, false
 	}
 	c.writeFailed(ctx, w.key, err, func(ctx context.Context) (bool, error) { return c.createHappened(ctx, w.ds, w.node) },
-		func() { c.inflight.createUnknown(w.key, w.node) }, func() { c.inflight.createDone(w.key, w.node) })
+		func() { c.inflight.unknown(w) }, func() { c.inflight.settle(w) })
 	if isNamespaceTerminating(err) {
 		return nil, true
 	}
@@ -88,7 +88,7 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 		writes = append(writes, &podWrite{key: key, ds: ds, node: node, logger: logger,
 			rank: Rank(prio, ds, &ds.Spec.Template, c.node(node)), del: &d})
 	}
-	c.writes.add(key, writes, func(w *podWrite) { c.inflight.expectDelete(key, w.del.Pod.UID) })
+	c.writes.add(key, writes, c.inflight.expect)
 	return nil
 }
 
@@ -97,7 +97,7 @@ func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key str
 // as deleted.
 func (c *Controller) sendDelete(ctx context.Context, w *podWrite) error {
 	d := w.del
-	if !c.inflight.sendingDelete(w.key, d.Pod.UID) {
+	if !c.inflight.sending(w) {
 		return nil
 	}
 	err := c.client.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, preconditionUID(d.Pod.UID))
@@ -107,10 +107,10 @@ func (c *Controller) sendDelete(ctx context.Context, w *podWrite) error {
 		klog.FromContext(ctx).V(4).Info("Deleted pod", "pod", klog.KObj(d.Pod), "reason", d.Reason)
 		c.recorder.Eventf(w.ds, v1.EventTypeNormal, daemon.EventSuccessfulDelete, "Deleted pod: %v", d.Pod.Name)
 	case apierrors.IsNotFound(err):
-		c.inflight.deleteDone(w.key, d.Pod.UID)
+		c.inflight.settle(w)
 	default:
 		c.writeFailed(ctx, w.key, err, func(ctx context.Context) (bool, error) { return c.deleteHappened(ctx, d.Pod) },
-			func() { c.inflight.deleteUnknown(w.key, d.Pod.UID) }, func() { c.inflight.deleteDone(w.key, d.Pod.UID) })
+			func() { c.inflight.unknown(w) }, func() { c.inflight.settle(w) })
 		c.recorder.Eventf(w.ds, v1.EventTypeWarning, daemon.EventFailedDelete, "Error deleting: %v", err)
 		return fmt.Errorf("deleting pod %s: %w", d.Pod.Name, err)
 	}
@@ -119,17 +119,13 @@ func (c *Controller) sendDelete(ctx context.Context, w *podWrite) error {
 
 // withdrawWrites takes the DaemonSet's queued writes back unsent.
 func (c *Controller) withdrawWrites(key string) {
-	c.settleWithdrawn(key, c.writes.withdraw(key))
+	c.settleWithdrawn(c.writes.withdraw(key))
 }
 
 // settleWithdrawn forgets the in-flight records of writes taken back unsent.
-func (c *Controller) settleWithdrawn(key string, writes []*podWrite) {
+func (c *Controller) settleWithdrawn(writes []*podWrite) {
 	for _, w := range writes {
-		if w.create != nil {
-			c.inflight.createDone(key, w.node)
-		} else {
-			c.inflight.deleteDone(key, w.del.Pod.UID)
-		}
+		c.inflight.settle(w)
 	}
 }
 

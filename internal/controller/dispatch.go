@@ -105,7 +105,7 @@ func (c *Controller) send(ctx context.Context, w *podWrite) {
 		err = c.sendDelete(ctx, w)
 	}
 	dropped := c.writes.answered(w, err, stop)
-	c.settleWithdrawn(w.key, dropped)
+	c.settleWithdrawn(dropped)
 	if len(dropped) > 0 {
 		klog.FromContext(ctx).V(2).Info("Create failed, dropping the DaemonSet's other queued creates", "dropped", len(dropped))
 	}

@@ -24,15 +24,21 @@ const unknownOutcomeTTL = 30 * time.Second
 // this controller made that its informers have not shown yet. Observing is
 // idempotent: a graceful delete, seen first as a deletionTimestamp and later as the
 // removal, is counted once.
-// Each DaemonSet's writes are its dsState's inflight.
+//
+// A create or delete has one record from the moment a sync queues it until it is
+// seen, fails or lapses: its podWrite, which the writeQueue holds while it waits and
+// these tables hold while it is in flight (queued included, so no sync plans it
+// twice). A record that is taken back, sent or answered is settled by identity, so a
+// newer record for the same node or pod is never settled by an older one's answer.
+// Each DaemonSet's tables are its dsState's inflight.
 type inflight struct {
 	clock clock.PassiveClock
 	st    *states
 }
 
 type dsInflight struct {
-	creates map[string]time.Time    // node -> when the create stops being waited for
-	deletes map[types.UID]time.Time // pod UID -> when the delete stops being waited for
+	creates map[string]*podWrite    // by node
+	deletes map[types.UID]*podWrite // by pod UID
 	updates map[types.UID]inflightUpdate
 	// refused are pods whose in-place update the API server rejected, until when:
 	// they are replaced instead.
@@ -46,10 +52,6 @@ type inflightUpdate struct {
 	until time.Time
 }
 
-// queuedWrite is the expiry of a write that waits in the writeQueue: it is waited for
-// until it is sent (see sendingCreate) or taken back.
-var queuedWrite time.Time
-
 func newInflight(c clock.PassiveClock, st *states) *inflight {
 	return &inflight{clock: c, st: st}
 }
@@ -59,7 +61,7 @@ func newInflight(c clock.PassiveClock, st *states) *inflight {
 func (f *inflight) entry(key string) *dsInflight {
 	e := &f.st.at(key).inflight
 	if e.creates == nil {
-		*e = dsInflight{creates: map[string]time.Time{}, deletes: map[types.UID]time.Time{},
+		*e = dsInflight{creates: map[string]*podWrite{}, deletes: map[types.UID]*podWrite{},
 			updates: map[types.UID]inflightUpdate{}, refused: map[types.UID]time.Time{}}
 	}
 	return e
@@ -73,31 +75,84 @@ func (f *inflight) peek(key string) *dsInflight {
 	return nil
 }
 
-// expectCreate records a create queued for node.
-func (f *inflight) expectCreate(key, node string) {
+// expect records a write being queued. A create that takes the place of one queued
+// before for the same node (prev, see writeQueue.replaceCreates) inherits its
+// record's place: it is in flight only while prev still was.
+func (f *inflight) expect(prev, w *podWrite) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
-	f.entry(key).creates[node] = queuedWrite
+	e := f.entry(w.key)
+	if w.create == nil {
+		e.deletes[w.del.Pod.UID] = w
+		return
+	}
+	if prev == nil || e.creates[w.node] == prev {
+		e.creates[w.node] = w
+	}
 }
 
-// sendingCreate starts the inflightTTL of a queued create about to be sent, and
-// reports whether it is still expected: false when the cache has shown a pod for
-// its node meanwhile, or its DaemonSet was forgotten.
-func (f *inflight) sendingCreate(key, node string) bool {
+// sending starts the inflightTTL of a queued write about to be sent, and reports
+// whether it is still expected: false when the cache has shown its pod (a pod for
+// its node, or the pod gone) meanwhile, or its DaemonSet was forgotten.
+func (f *inflight) sending(w *podWrite) bool {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
-	e := f.peek(key)
-	if e == nil {
+	if !f.holdsLocked(w) {
 		return false
 	}
-	if _, ok := e.creates[node]; !ok {
-		return false
-	}
-	e.creates[node] = f.clock.Now().Add(inflightTTL)
+	w.until = f.clock.Now().Add(inflightTTL)
 	return true
 }
 
-// createDone forgets a create: it was observed, or it failed.
+// holdsLocked reports whether w is the record in flight for its node or pod.
+func (f *inflight) holdsLocked(w *podWrite) bool {
+	e := f.peek(w.key)
+	switch {
+	case e == nil:
+		return false
+	case w.create != nil:
+		return e.creates[w.node] == w
+	default:
+		return e.deletes[w.del.Pod.UID] == w
+	}
+}
+
+// unknown keeps a write whose outcome is unknown outstanding, for at most
+// unknownOutcomeTTL from now: the cache may not show what it did yet. A write
+// observed meanwhile stays done.
+func (f *inflight) unknown(w *podWrite) {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if f.holdsLocked(w) {
+		w.until = minTime(w.until, f.clock.Now().Add(unknownOutcomeTTL))
+	}
+}
+
+// settle forgets a write that failed or was taken back unsent, unless a newer
+// record took its place.
+func (f *inflight) settle(w *podWrite) {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if !f.holdsLocked(w) {
+		return
+	}
+	e := f.peek(w.key)
+	if w.create != nil {
+		delete(e.creates, w.node)
+	} else {
+		delete(e.deletes, w.del.Pod.UID)
+	}
+}
+
+// minTime is the earlier of two expiries, where a queued write's (zero) never comes.
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// createDone forgets the create for node: the cache shows a pod there.
 func (f *inflight) createDone(key, node string) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
@@ -106,61 +161,8 @@ func (f *inflight) createDone(key, node string) {
 	}
 }
 
-// expectDelete records a delete queued for the pod with uid.
-func (f *inflight) expectDelete(key string, uid types.UID) {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	f.entry(key).deletes[uid] = queuedWrite
-}
-
-// sendingDelete is sendingCreate for a delete.
-func (f *inflight) sendingDelete(key string, uid types.UID) bool {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	e := f.peek(key)
-	if e == nil {
-		return false
-	}
-	if _, ok := e.deletes[uid]; !ok {
-		return false
-	}
-	e.deletes[uid] = f.clock.Now().Add(inflightTTL)
-	return true
-}
-
-// createUnknown keeps a create whose outcome is unknown outstanding, for at most
-// unknownOutcomeTTL from now: the pod may exist without the cache showing it yet.
-// A create observed meanwhile stays done.
-func (f *inflight) createUnknown(key, node string) {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	if e := f.peek(key); e != nil {
-		if until, ok := e.creates[node]; ok {
-			e.creates[node] = minTime(until, f.clock.Now().Add(unknownOutcomeTTL))
-		}
-	}
-}
-
-// deleteUnknown is createUnknown for a delete.
-func (f *inflight) deleteUnknown(key string, uid types.UID) {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	if e := f.peek(key); e != nil {
-		if until, ok := e.deletes[uid]; ok {
-			e.deletes[uid] = minTime(until, f.clock.Now().Add(unknownOutcomeTTL))
-		}
-	}
-}
-
-// minTime is the earlier of two expiries, where a queued write's never comes.
-func minTime(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// deleteDone forgets a delete: it was observed, or it failed.
+// deleteDone forgets the delete of the pod with uid: the cache shows it deleting
+// or gone.
 func (f *inflight) deleteDone(key string, uid types.UID) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
@@ -179,8 +181,8 @@ func (f *inflight) view(key string) daemon.InFlight {
 	}
 	now := f.clock.Now()
 	var out daemon.InFlight
-	for node, until := range e.creates {
-		if !until.IsZero() && now.After(until) {
+	for node, w := range e.creates {
+		if lapsed(w, now) {
 			delete(e.creates, node)
 			continue
 		}
@@ -189,8 +191,8 @@ func (f *inflight) view(key string) daemon.InFlight {
 		}
 		out.Creates[node] = true
 	}
-	for uid, until := range e.deletes {
-		if !until.IsZero() && now.After(until) {
+	for uid, w := range e.deletes {
+		if lapsed(w, now) {
 			delete(e.deletes, uid)
 			continue
 		}
@@ -210,4 +212,10 @@ func (f *inflight) view(key string) daemon.InFlight {
 		out.Updates[uid] = true
 	}
 	return out
+}
+
+// lapsed reports whether a sent write has been waited for long enough; a queued one
+// never lapses.
+func lapsed(w *podWrite, now time.Time) bool {
+	return !w.until.IsZero() && now.After(w.until)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -12,8 +13,9 @@ import (
 	"github.com/everynode/everynode/internal/daemon"
 )
 
-// podWrite is one pod create or delete a sync asked for, waiting in the writeQueue
-// to be sent. Exactly one of create and del is set.
+// podWrite is one pod create or delete a sync asked for: the one record of it from
+// the moment it is queued in the writeQueue until the cache shows it, it fails or it
+// lapses (inflight). Exactly one of create and del is set.
 type podWrite struct {
 	key    string // the DaemonSet's
 	ds     *apps.DaemonSet
@@ -27,6 +29,9 @@ type podWrite struct {
 
 	// owner is the part of the queue the write was queued in.
 	owner *dsWrites
+	// until is when the write, once sent, stops being waited for; zero while it is
+	// queued. It is the inflight tables' to read and write, under the states' lock.
+	until time.Time
 }
 
 // writeQueue holds the pod writes of every DaemonSet that wait to go out, and hands
@@ -148,8 +153,9 @@ func (q *writeQueue) queued(key string) []*podWrite {
 // creates that are decided again, and returns those dropped. A create that was
 // queued when the sync looked (queued) and is not any more was sent, or dropped,
 // meanwhile: it is not queued again. expect is called, under the queue's lock, for
-// each create not queued before, before any dispatcher can see it.
-func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(*podWrite)) []*podWrite {
+// each create queued, with the create it takes the place of (or nil), before any
+// dispatcher can see it.
+func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(prev, w *podWrite)) []*podWrite {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	seen := q.seen[key]
@@ -167,16 +173,16 @@ func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(
 	}
 	var keep []*podWrite
 	for _, w := range writes {
+		var prev *podWrite
 		switch {
 		case !w.decidedAgain():
 		case current[w.node] != nil:
-			delete(current, w.node) // queued before: still expected
-			keep = append(keep, w)
-			continue
+			prev = current[w.node] // queued before: w takes its place
+			delete(current, w.node)
 		case seen[w.node]:
 			continue
 		}
-		expect(w)
+		expect(prev, w)
 		keep = append(keep, w)
 	}
 	q.addLocked(d, keep)
@@ -189,14 +195,14 @@ func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(
 }
 
 // add queues writes of the DaemonSet key, calling expect for each first.
-func (q *writeQueue) add(key string, writes []*podWrite, expect func(*podWrite)) {
+func (q *writeQueue) add(key string, writes []*podWrite, expect func(prev, w *podWrite)) {
 	if len(writes) == 0 {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, w := range writes {
-		expect(w)
+		expect(nil, w)
 	}
 	q.addLocked(q.entry(key), writes)
 }

@@ -39,7 +39,7 @@ func (w *podWrite) String() string {
 	return fmt.Sprintf("%s %s %s", kind, w.key, w.node)
 }
 
-func noExpect(*podWrite) {}
+func noExpect(prev, w *podWrite) {}
 
 // drain pops every write that may go, answering each at once, and returns them in
 // the order handed out.
@@ -264,7 +264,8 @@ func TestWriteQueue_RetryingUntilAWriteSucceeds(t *testing.T) {
 
 // A sync notes the queued creates it decides again; its Plan replaces them: a create
 // asked for again stays (in the Plan's version), one no longer asked for is dropped,
-// one sent meanwhile is not queued again, and only new ones are expected.
+// one sent meanwhile is not queued again, only new ones are expected, and one queued
+// again takes the place of its earlier version.
 func TestWriteQueue_PlanReplacesQueuedCreates(t *testing.T) {
 	q := newWriteQueue()
 	r := WriteRank{}
@@ -288,14 +289,26 @@ func TestWriteQueue_PlanReplacesQueuedCreates(t *testing.T) {
 	template := &v1.PodTemplateSpec{}
 	b := testCreate("ns/x", "b", r)
 	b.template = template
-	var expected []string
+	var expected, replaced []string
 	dropped := q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "a", r), b, testCreate("ns/x", "c", r)},
-		func(w *podWrite) { expected = append(expected, w.node) })
+		func(prev, w *podWrite) {
+			switch {
+			case prev == nil:
+				expected = append(expected, w.node)
+			case prev.node == w.node && prev != w:
+				replaced = append(replaced, w.node)
+			default:
+				t.Errorf("create on %s takes the place of %s", w.node, prev)
+			}
+		})
 	if len(dropped) != 1 || dropped[0].node != "gone" {
 		t.Errorf("dropped %v, want the create on gone", dropped)
 	}
 	if !slices.Equal(expected, []string{"c"}) {
 		t.Errorf("expected %v, want only the new create on c", expected)
+	}
+	if !slices.Equal(replaced, []string{"b"}) {
+		t.Errorf("replaced %v, want the create on b, queued before, in its new version", replaced)
 	}
 	q.answered(sent, nil, false)
 	var got []*podWrite
