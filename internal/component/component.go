@@ -1,5 +1,5 @@
-// Package component runs an upstream control plane component (kube-apiserver,
-// kube-scheduler, kube-controller-manager) in a child process of this binary,
+// Package component runs an upstream component (kube-apiserver, kube-scheduler,
+// kube-controller-manager, or a real node's kubelet) in a child process of this binary,
 // re-executed through its hidden "component" command, so that each keeps its own
 // flags, signal handling and global registries. The sandbox starts its control plane
 // with it, and the benchmark starts kube-controller-manager's DaemonSet controller
@@ -38,13 +38,9 @@ type Child struct {
 // Start re-executes this binary as component, under name, with its output appended
 // to logPath. The child is killed if this process dies.
 func Start(ctx context.Context, name, component string, args []string, logPath string) (*Child, error) {
-	self, err := os.Executable()
+	self, err := Self()
 	if err != nil {
 		return nil, fmt.Errorf("finding this binary to run %s: %w", name, err)
-	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
 	}
 	cmd := exec.Command(self, append([]string{Command, component}, args...)...)
 	// The child is named after its component: client-go derives the user agent, and
@@ -52,8 +48,24 @@ func Start(ctx context.Context, name, component string, args []string, logPath s
 	// kube-controller-manager's writes are recorded as kube-controller-manager's, as
 	// in a real cluster, not as this binary's.
 	cmd.Args[0] = component
+	return StartCommand(ctx, name, cmd, logPath)
+}
+
+// Self is the path of this binary, which runs every component.
+func Self() (string, error) { return os.Executable() }
+
+// StartCommand starts cmd as a child under name, with its output appended to
+// logPath. The child is killed if this process dies.
+func StartCommand(ctx context.Context, name string, cmd *exec.Cmd, logPath string) (*Child, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -64,7 +76,7 @@ func Start(ctx context.Context, name, component string, args []string, logPath s
 		logFile.Close()
 		close(c.exited)
 	}()
-	klog.FromContext(ctx).V(2).Info("Started component", "component", name, "pid", cmd.Process.Pid, "args", strings.Join(args, " "))
+	klog.FromContext(ctx).V(2).Info("Started component", "component", name, "pid", cmd.Process.Pid, "args", strings.Join(cmd.Args[1:], " "))
 	return c, nil
 }
 
