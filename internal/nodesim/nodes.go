@@ -12,14 +12,19 @@ import (
 
 // Values a simulated node reports.
 const (
-	nodeCPU                = "8"
-	nodeMemory             = "32Gi"
-	nodePods               = "110"
-	nodeOS                 = "linux"
-	nodeArch               = "amd64"
-	nodeOSImage            = "everynode simulated node"
-	nodeKernel             = "6.12.0-sim"
-	nodeContainerRuntime   = "containerd://2.1.4"
+	// runtimeScheme prefixes the simulated runtime's version and container IDs, as
+	// "containerd://" does a containerd node's.
+	runtimeScheme = "nodesim://"
+	nodeCPU       = "8"
+	nodeMemory    = "32Gi"
+	nodePods      = "110"
+	nodeOS        = "linux"
+	nodeArch      = "amd64"
+	nodeOSImage   = "everynode simulated node"
+	nodeKernel    = "6.12.0-sim"
+	// A simulated node names its runtime, as its OS image, for what it is: tools that
+	// tell real nodes from simulated ones read it.
+	nodeContainerRuntime   = runtimeScheme + "1"
 	reasonKubeletReady     = "KubeletReady"
 	reasonKubeletNotReady  = "KubeletNotReady"
 	messageKubeletReady    = "kubelet is posting ready status"

@@ -382,5 +382,5 @@ func imageID(image string) string {
 // containerID makes up a stable ID for one run of a container.
 func containerID(uid types.UID, name string, run int32) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", uid, name, run))
-	return "containerd://" + hex.EncodeToString(sum[:])
+	return runtimeScheme + hex.EncodeToString(sum[:])
 }
