@@ -4,7 +4,8 @@ GO ?= go
 # Packages that do not link the upstream control plane.
 UNIT_PKGS := ./internal/daemon/... ./internal/controller/... ./internal/nodesim/... ./internal/inspect/... \
 	./internal/bench/... ./internal/component/... ./internal/sandbox/... ./internal/sandboxpath/... \
-	./internal/rolloutplan/... ./internal/dashboard/... ./internal/browsertest/... ./internal/gather/...
+	./internal/rolloutplan/... ./internal/dashboard/... ./internal/browsertest/... ./internal/gather/... \
+	./internal/realnode/...
 LIGHT_PKGS := $(UNIT_PKGS) ./test/...
 # Packages that embed kube-apiserver, kube-scheduler, kube-controller-manager and
 # kubectl: their first build takes 15-20 minutes on a 2-core machine, and vetting them
@@ -12,8 +13,17 @@ LIGHT_PKGS := $(UNIT_PKGS) ./test/...
 SANDBOX_PKGS := ./cmd/...
 
 .PHONY: build sandbox test vet unit race e2e faults vet-sandbox bench-smoke image tools fuzz
+# The embedded Kubernetes components report the version of k8s.io/kubernetes that
+# go.mod names (kubelet registers real nodes with it), not v0.0.0-master.
+K8S_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(K8S_VERSION)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
+
+# everynode, and beside it the static test agent that real nodes' images are built from.
 build:
-	$(GO) build -o bin/everynode ./cmd/everynode
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/everynode ./cmd/everynode
+	CGO_ENABLED=0 $(GO) build -o bin/everynode-agent ./cmd/everynode-agent
 
 # Build, then start the sandbox in the foreground (Ctrl-C stops it).
 sandbox: build

@@ -13,6 +13,7 @@ import (
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 
 	"github.com/everynode/everynode/internal/component"
+	"github.com/everynode/everynode/internal/realnode"
 )
 
 // newComponentCommand runs one upstream component: a control plane component, or a
@@ -39,6 +40,8 @@ func newComponentCommand() *cobra.Command {
 				c = controllermanager.NewControllerManagerCommand()
 			case "kubelet":
 				c = kubelet.NewKubeletCommand(context.Background())
+			case realnode.InitCommand:
+				return realnode.Init(args[1:])
 			default:
 				return fmt.Errorf("unknown component %q: use kube-apiserver, kube-scheduler, kube-controller-manager or kubelet", args[0])
 			}

@@ -48,6 +48,9 @@ func apiserverArgs(cfg Config, p paths, cr credentials, etcdURL string) []string
 		"--enable-priority-and-fairness=false",
 		"--max-requests-inflight=2000",
 		"--max-mutating-requests-inflight=1000",
+		// Real nodes are reached at their InternalIP, as kubelet reports it; their
+		// names resolve nowhere.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--v=0",
 	}
 }
@@ -70,6 +73,9 @@ var controllerManagerControllers = []string{
 	"deployment-controller",
 	"replicaset-controller",
 	"disruption-controller",
+	// Publishes kube-root-ca.crt in every namespace: a real kubelet mounts it into
+	// every pod with a service account token.
+	"root-ca-certificate-publisher-controller",
 }
 
 // controllerManagerArgs are the flags of the sandbox's kube-controller-manager. It

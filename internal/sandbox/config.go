@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/everynode/everynode/internal/nodesim"
+	"github.com/everynode/everynode/internal/realnode"
 	"github.com/everynode/everynode/internal/sandboxpath"
 )
 
@@ -27,7 +28,10 @@ type Config struct {
 	Controller string
 	// ControllerWorkers is the everynode controller's --workers.
 	ControllerWorkers int
-	Sim               nodesim.Config
+	// RealNodes is how many real nodes (a kubelet and a containerd each) run beside
+	// the simulated ones.
+	RealNodes int
+	Sim       nodesim.Config
 }
 
 // DefaultConfig is a three-node sandbox on port 6443 running everynode.
@@ -47,6 +51,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Port, "port", c.Port, "Port of the API server on 127.0.0.1.")
 	fs.StringVar(&c.Controller, "controller", c.Controller, `DaemonSet controller to run: "everynode", "upstream" (kube-controller-manager's own), "companion" (kube-controller-manager's own with everynode in companion mode beside it, as on a managed cluster) or "none".`)
 	fs.IntVar(&c.ControllerWorkers, "workers", c.ControllerWorkers, "Workers of the everynode controller.")
+	fs.IntVar(&c.RealNodes, "real-nodes", c.RealNodes, fmt.Sprintf("Real nodes to run beside the simulated ones (--nodes): each a kubelet and a containerd from the host, running real containers from images the sandbox builds (everynode.local/agent:1, :2). Needs root and `%s`.", realnode.InstallCommand))
 	c.Sim.AddFlags(fs)
 }
 
@@ -61,6 +66,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--controller must be everynode, upstream, companion or none, got %q", c.Controller)
 	case c.ControllerWorkers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", c.ControllerWorkers)
+	case c.RealNodes < 0 || c.RealNodes > realnode.MaxNodes:
+		return fmt.Errorf("--real-nodes must be between 0 and %d, got %d", realnode.MaxNodes, c.RealNodes)
 	}
 	return c.Sim.Validate()
 }

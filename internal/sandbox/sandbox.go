@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -28,9 +29,13 @@ type Hooks struct {
 	// Serving is called once with the kubeconfig path when the API answers and the
 	// sandbox's components have started.
 	Serving func(kubeconfig string)
-	// Ready is called once after Serving, when the simulated nodes asked for are
-	// Ready and untainted, so that a DaemonSet created now lands on every one of them.
-	Ready func(kubeconfig string)
+	// Ready is called once after Serving, when the simulated nodes and the real nodes
+	// asked for are Ready and untainted, so that a DaemonSet created now lands on every
+	// one of them. realNodes is how many real nodes run.
+	Ready func(kubeconfig string, realNodes int)
+	// Warn is told why the real nodes asked for cannot run here (the host lacks
+	// something); the sandbox goes on with its simulated nodes.
+	Warn func(err error)
 }
 
 // Run starts a sandbox and keeps it up until ctx ends, telling hooks how its start
@@ -112,6 +117,8 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 	}
 	logger.V(1).Info("Control plane up", "elapsed", time.Since(start).Round(time.Millisecond))
 
+	var nodes realNodes
+	defer nodes.stop(context.WithoutCancel(ctx))
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range children {
 		g.Go(func() error { return watchChild(gctx, c, p) })
@@ -127,16 +134,25 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 		hooks.Serving(kubeconfig)
 	}
 	g.Go(func() error {
+		warn := func(err error) {
+			if hooks.Warn != nil {
+				hooks.Warn(err)
+			}
+		}
+		realUp, err := runRealNodes(gctx, cfg, p, cr, client, &nodes, warn)
+		if err != nil {
+			return err
+		}
 		// Nodes gated on a pod (--node-ready-requires) turn Ready only once that pod
 		// runs: the sandbox is ready when they are registered.
 		if err := waitNodes(gctx, client, cfg.Sim.Nodes, cfg.Sim.NodeReadyRequires == ""); err != nil {
 			return err
 		}
-		logger.V(1).Info("Simulated nodes Ready", "nodes", cfg.Sim.Nodes, "elapsed", time.Since(start).Round(time.Millisecond))
+		logger.V(1).Info("Nodes Ready", "simulated", cfg.Sim.Nodes, "real", realUp, "elapsed", time.Since(start).Round(time.Millisecond))
 		if hooks.Ready != nil {
-			hooks.Ready(kubeconfig)
+			hooks.Ready(kubeconfig, realUp)
 		}
-		return nil
+		return nodes.watch(gctx)
 	})
 	err = g.Wait()
 	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
@@ -204,27 +220,35 @@ const nodesReadyTimeout = 10 * time.Minute
 // is set, Ready and free of the not-ready taint, which the node lifecycle
 // controller lifts.
 func waitNodes(ctx context.Context, client kubernetes.Interface, n int, usable bool) error {
+	ok := func(*v1.Node) bool { return true }
+	if usable {
+		ok = nodesim.Usable
+	}
+	err := waitLabelledNodes(ctx, client, nodesim.LabelSimulated+"=true", n, ok)
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("the %d simulated nodes did not all turn Ready within %s; see the logs of kube-controller-manager and the sandbox", n, nodesReadyTimeout)
+	}
+	return err
+}
+
+// waitLabelledNodes waits until at least n nodes match selector and ok.
+func waitLabelledNodes(ctx context.Context, client kubernetes.Interface, selector string, n int, ok func(*v1.Node) bool) error {
 	if n == 0 {
 		return nil
 	}
-	selector := nodesim.LabelSimulated + "=true"
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
 		}
 		count := 0
 		for i := range list.Items {
-			if !usable || nodesim.Usable(&list.Items[i]) {
+			if ok(&list.Items[i]) {
 				count++
 			}
 		}
 		return count >= n, nil
 	})
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("the %d simulated nodes did not all turn Ready within %s; see the logs of kube-controller-manager and the sandbox", n, nodesReadyTimeout)
-	}
-	return err
 }
 
 func checkPortFree(port int) error {

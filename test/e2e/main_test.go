@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,10 +53,8 @@ func startSandbox() (func(), error) {
 		return nil, err
 	}
 	env.binary = filepath.Join(work, "everynode")
-	build := exec.Command("go", "build", "-o", env.binary, "github.com/everynode/everynode/cmd/everynode")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building everynode: %w", err)
+	if err := buildEverynode(work); err != nil {
+		return nil, err
 	}
 	port, err := component.FreePort()
 	if err != nil {
@@ -98,4 +97,38 @@ func startSandbox() (func(), error) {
 		return nil, err
 	}
 	return stop, nil
+}
+
+// buildEverynode builds, into dir, what `make build` builds: everynode, reporting the
+// Kubernetes version go.mod names, and beside it the static agent real nodes run.
+func buildEverynode(dir string) error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		return fmt.Errorf("reading the Kubernetes version from go.mod: %w", err)
+	}
+	version := strings.TrimSpace(string(out))
+	parts := strings.Split(version, ".")
+	if len(parts) < 2 {
+		return fmt.Errorf("go.mod names k8s.io/kubernetes %q, not a release version", version)
+	}
+	ldflags := "-X k8s.io/component-base/version.gitVersion=" + version +
+		" -X k8s.io/component-base/version.gitMajor=" + strings.TrimPrefix(parts[0], "v") +
+		" -X k8s.io/component-base/version.gitMinor=" + parts[1]
+	for _, b := range []struct {
+		out, pkg string
+		env      []string
+		flags    []string
+	}{
+		{"everynode", "github.com/everynode/everynode/cmd/everynode", nil, []string{"-ldflags", ldflags}},
+		{"everynode-agent", "github.com/everynode/everynode/cmd/everynode-agent", []string{"CGO_ENABLED=0"}, nil},
+	} {
+		args := append(append([]string{"build"}, b.flags...), "-o", filepath.Join(dir, b.out), b.pkg)
+		build := exec.Command("go", args...)
+		build.Env = append(os.Environ(), b.env...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", b.out, err)
+		}
+	}
+	return nil
 }
