@@ -7,6 +7,8 @@
 //
 //	everynode-agent                      run until stopped
 //	everynode-agent pause                the pod sandbox's process: wait for a signal
+//	everynode-agent probe FILE           exit 0 if FILE exists, 1 if not: an exec
+//	                                     probe (the images hold no shell)
 //	--exit-after 5s --exit-code 3        exit after a time, with a code
 //	--ready-file /tmp/ready --ready-after 2s
 //	                                     create a file (for an exec readiness probe)
@@ -40,6 +42,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "pause" {
 		pause()
 		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "probe" {
+		os.Exit(probe(os.Args[2:]))
 	}
 	o, err := parse(os.Args[1:])
 	if err != nil {
@@ -138,6 +143,19 @@ func pause() {
 			}
 		}
 	}
+}
+
+// probe is an exec probe's check: whether the one file named exists.
+func probe(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: everynode-agent probe FILE")
+		return 2
+	}
+	if _, err := os.Stat(args[0]); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
 }
 
 func version() string {

@@ -37,3 +37,19 @@ func TestRun_ExitsWithCodeAfterWritingReadyFile(t *testing.T) {
 		t.Fatalf("ready file: %q, %v", b, err)
 	}
 }
+
+func TestProbe_SucceedsOnlyOnceTheFileExists(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ready")
+	if code := probe([]string{file}); code != 1 {
+		t.Fatalf("probe of a missing file exited %d, want 1", code)
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := probe([]string{file}); code != 0 {
+		t.Fatalf("probe of an existing file exited %d, want 0", code)
+	}
+	if code := probe(nil); code != 2 {
+		t.Fatalf("probe with no file exited %d, want 2", code)
+	}
+}

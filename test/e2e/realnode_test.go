@@ -42,28 +42,9 @@ func realNodesWanted(t *testing.T) {
 // on the host, and starts it again on the same data dir.
 func TestRealNodeInPlaceUpdate(t *testing.T) {
 	realNodesWanted(t)
-	args := readmeRealNodeSandbox(t)
-	port, err := component.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := filepath.Join(t.TempDir(), "sandbox")
-	start := func() *sandboxProcess {
-		cmd := exec.Command(env.binary, append(args, "--data-dir", dataDir, "--port", fmt.Sprint(port))...)
-		sb, err := startSandboxProcess(cmd, "real-node sandbox: ", 5*time.Minute)
-		if err != nil {
-			t.Fatalf("%s: %v; logs in %s", strings.Join(cmd.Args, " "), err, filepath.Join(dataDir, "logs"))
-		}
-		return sb
-	}
-	sb := start()
-	t.Cleanup(func() {
-		if sb.alive() {
-			sb.stop()
-		}
-	})
-	client := kubeconfigClient(t, filepath.Join(dataDir, "kubeconfig"))
-	ctx := context.Background()
+	rn := newRealNodeSandbox(t, readmeRealNodeSandbox(t))
+	sb := rn.start(t)
+	client, port, dataDir, ctx := rn.client, rn.port, rn.dataDir, context.Background()
 
 	// Three Ready nodes; exactly one is real: containerd and kubelet v1.37.2.
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -89,22 +70,9 @@ func TestRealNodeInPlaceUpdate(t *testing.T) {
 	}
 
 	// A DaemonSet of the agent, updated in place, on the real node only.
-	ns := "real"
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ds := daemonSet(ns, "agent", map[string]string{realnode.LabelReal: "true"})
-	ds.Annotations = map[string]string{"rollout.everynode.dev/in-place": "true"}
-	c := &ds.Spec.Template.Spec.Containers[0]
-	c.Image, c.ImagePullPolicy = realnode.AgentImage1, v1.PullNever
-	realWait(t, "the default service account", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if _, err := client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	first := waitAgentPod(t, client, ns, realnode.AgentImage1, 0)
+	ns := realNamespace(t, client)
+	createAgent(t, client, agentDaemonSet(ns, "agent", map[string]string{annInPlace: "true"}))
+	first := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
 	pid := agentProcess(t, port, first)
 	t.Logf("pod %s runs the agent as process %d in the pod's cgroup", first.UID, pid)
 
@@ -112,7 +80,7 @@ func TestRealNodeInPlaceUpdate(t *testing.T) {
 		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"agent","image":"`+realnode.AgentImage2+`"}]}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	second := waitAgentPod(t, client, ns, realnode.AgentImage2, 1)
+	second := waitAgentPod(t, client, ns, "agent", realnode.AgentImage2, 1)
 	if second.UID != first.UID {
 		t.Fatalf("the in-place update replaced pod %s with %s", first.UID, second.UID)
 	}
@@ -137,10 +105,10 @@ func TestRealNodeInPlaceUpdate(t *testing.T) {
 	// its pod come back.
 	sb.stop()
 	checkNoRealNodeLeft(t, port, dataDir)
-	sb = start()
+	sb = rn.start(t)
 	var restarted v1.Pod
 	realWait(t, "the agent's container to run again after the restart", func(ctx context.Context) (bool, error) {
-		restarted = waitAgentPod(t, client, ns, realnode.AgentImage2, -1)
+		restarted = waitAgentPod(t, client, ns, "agent", realnode.AgentImage2, -1)
 		return restarted.Status.ContainerStatuses[0].ContainerID != after.ContainerID, nil
 	})
 	if restarted.UID != first.UID {
@@ -149,6 +117,44 @@ func TestRealNodeInPlaceUpdate(t *testing.T) {
 	agentProcess(t, port, restarted)
 	sb.stop()
 	checkNoRealNodeLeft(t, port, dataDir)
+}
+
+// realNodeSandbox is a sandbox with a real node, started by a test as a user starts
+// one, on a free port and a data dir of the test's.
+type realNodeSandbox struct {
+	args    []string
+	port    int
+	dataDir string
+	client  kubernetes.Interface
+}
+
+func newRealNodeSandbox(t *testing.T, args []string) *realNodeSandbox {
+	t.Helper()
+	port, err := component.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realNodeSandbox{args: args, port: port, dataDir: filepath.Join(t.TempDir(), "sandbox")}
+}
+
+// start starts the sandbox and waits until it is ready; it is stopped when the test
+// ends, if the test has not stopped it.
+func (rn *realNodeSandbox) start(t *testing.T) *sandboxProcess {
+	t.Helper()
+	cmd := exec.Command(env.binary, append(rn.args, "--data-dir", rn.dataDir, "--port", fmt.Sprint(rn.port))...)
+	sb, err := startSandboxProcess(cmd, "real-node sandbox: ", 5*time.Minute)
+	if err != nil {
+		t.Fatalf("%s: %v; logs in %s", strings.Join(cmd.Args, " "), err, filepath.Join(rn.dataDir, "logs"))
+	}
+	t.Cleanup(func() {
+		if sb.alive() {
+			sb.stop()
+		}
+	})
+	if rn.client == nil {
+		rn.client = kubeconfigClient(t, filepath.Join(rn.dataDir, "kubeconfig"))
+	}
+	return sb
 }
 
 // readmeRealNodeSandbox returns the arguments of the README's real-node sandbox
@@ -169,13 +175,14 @@ func readmeRealNodeSandbox(t *testing.T) []string {
 	return nil
 }
 
-// waitAgentPod waits until the DaemonSet agent has one pod, Running and Ready on the
-// real node with image, and (unless restarts is -1) that restart count.
-func waitAgentPod(t *testing.T, client kubernetes.Interface, ns, image string, restarts int32) v1.Pod {
+// waitAgentPod waits until the DaemonSet name (its pods labelled app=name) has one
+// pod, Running and Ready on the real node with image, and (unless restarts is -1)
+// that restart count.
+func waitAgentPod(t *testing.T, client kubernetes.Interface, ns, name, image string, restarts int32) v1.Pod {
 	t.Helper()
 	var pod v1.Pod
-	realWait(t, fmt.Sprintf("the agent pod to run %s, Ready", image), func(ctx context.Context) (bool, error) {
-		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	realWait(t, fmt.Sprintf("the %s pod to run %s, Ready", name, image), func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil || len(pods.Items) != 1 {
 			return false, err
 		}

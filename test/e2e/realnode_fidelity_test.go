@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/everynode/everynode/internal/nodesim"
+	"github.com/everynode/everynode/internal/realnode"
+)
+
+// fidelityScenario is one behaviour run on a simulated and a real node at once: a
+// DaemonSet on both, its template telling each node what to do (the simulated one by
+// its annotations, the real one by its image, environment and probes).
+type fidelityScenario struct {
+	name string
+	// template shapes the DaemonSet's pod template.
+	template func(*v1.PodTemplateSpec)
+	// then changes the template once both pods are settled (nil: no change).
+	then func(*v1.PodTemplateSpec)
+	// settled tells when a node's pod shows the behaviour.
+	settled func(v1.Pod) bool
+}
+
+// TestRealNodeFidelity runs each scenario on a simulated and a real node of one
+// sandbox and compares what the API shows of their pods, field by field. It writes
+// the comparison to the artifacts directory (fidelity.md) and fails on a difference
+// not listed in fidelityExplained.
+func TestRealNodeFidelity(t *testing.T) {
+	realNodesWanted(t)
+	rn := newRealNodeSandbox(t, []string{"sandbox", "--nodes", "1", "--real-nodes", "1"})
+	rn.start(t)
+	client := rn.client
+
+	running := func(p v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready
+	}
+	waiting := func(reasons ...string) func(v1.Pod) bool {
+		return func(p v1.Pod) bool {
+			if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+				return false
+			}
+			return containsAny(p.Status.ContainerStatuses[0].State.Waiting.Reason, reasons)
+		}
+	}
+	restartedAtLeast := func(n int32, reasons ...string) func(v1.Pod) bool {
+		return func(p v1.Pod) bool {
+			if len(p.Status.ContainerStatuses) != 1 {
+				return false
+			}
+			s := p.Status.ContainerStatuses[0]
+			return s.RestartCount >= n && s.LastTerminationState.Terminated != nil && containsAny(s.LastTerminationState.Terminated.Reason, reasons)
+		}
+	}
+	scenarios := []fidelityScenario{
+		{name: "a pod starts and turns Ready", settled: running},
+		{
+			name: "the image changes in place",
+			then: func(p *v1.PodTemplateSpec) { p.Spec.Containers[0].Image = realnode.AgentImage2 },
+			settled: func(p v1.Pod) bool {
+				return running(p) && p.Status.ContainerStatuses[0].Image == realnode.AgentImage2
+			},
+		},
+		{
+			name: "a container crash-loops",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Annotations = map[string]string{nodesim.AnnotationRestartEvery: "2s"}
+				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "AGENT_EXIT_AFTER", Value: "2s"}, {Name: "AGENT_EXIT_CODE", Value: "3"}}
+			},
+			settled: restartedAtLeast(2, "Error", "Completed"),
+		},
+		{
+			name: "a container is killed for memory",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Annotations = map[string]string{nodesim.AnnotationFail: "OOMKilled"}
+				c := &p.Spec.Containers[0]
+				c.Env = []v1.EnvVar{{Name: "AGENT_ALLOC_MB", Value: "8"}}
+				c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}
+			},
+			settled: restartedAtLeast(1, "OOMKilled"),
+		},
+		{
+			name: "an image cannot be pulled",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Annotations = map[string]string{nodesim.AnnotationFail: "ErrImagePull"}
+				c := &p.Spec.Containers[0]
+				c.Image, c.ImagePullPolicy = "everynode.local/agent:missing", v1.PullIfNotPresent
+			},
+			settled: waiting("ImagePullBackOff"),
+		},
+		{
+			name: "a readiness probe fails",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Annotations = map[string]string{nodesim.AnnotationReady: "false"}
+				p.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+					ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"/everynode-agent", "probe", "/never"}}},
+					PeriodSeconds: 1,
+				}
+			},
+			settled: func(p v1.Pod) bool {
+				return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil &&
+					time.Since(p.Status.ContainerStatuses[0].State.Running.StartedAt.Time) > 5*time.Second
+			},
+		},
+	}
+
+	var table fidelityTable
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			ns := realNamespace(t, client)
+			ds := daemonSet(ns, "agent", nil)
+			ds.Annotations = map[string]string{annInPlace: "true"}
+			c := &ds.Spec.Template.Spec.Containers[0]
+			c.Image, c.ImagePullPolicy = realnode.AgentImage1, v1.PullNever
+			if sc.template != nil {
+				sc.template(&ds.Spec.Template)
+			}
+			createAgent(t, client, ds)
+			if sc.then != nil {
+				first := waitBothSettled(t, client, ns, running)
+				updateTemplate(t, client, ns, sc.then)
+				second := waitBothSettled(t, client, ns, sc.settled)
+				for node, pod := range second {
+					if pod.UID != first[node].UID {
+						t.Errorf("on %s the change replaced the pod", node)
+					}
+				}
+				table.add(sc.name, second)
+				return
+			}
+			table.add(sc.name, waitBothSettled(t, client, ns, sc.settled))
+		})
+	}
+	path := filepath.Join(artifactsDir(t), "fidelity.md")
+	if err := os.WriteFile(path, []byte(table.markdown()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the comparison is in %s:\n%s", path, table.markdown())
+	for _, row := range table.rows {
+		if row.real != row.sim && fidelityExplained[row.field] == "" {
+			t.Errorf("%s, %s: real node %q, simulated %q", row.scenario, row.field, row.real, row.sim)
+		}
+	}
+}
+
+// fidelityExplained are the fields in which a simulated node differs from a real one
+// on purpose, and why.
+var fidelityExplained = map[string]string{
+	"containerID scheme": "a simulated node names its runtime nodesim, so that tools can tell it from a real one",
+	"imageID":            "a real node reports the ID of an image imported without a registry (sha256:…); a simulated one makes up a registry digest",
+}
+
+// waitBothSettled waits until the DaemonSet has one pod on each of the two nodes and
+// both show settled; it returns them by kind of node ("real", "simulated").
+func waitBothSettled(t *testing.T, client kubernetes.Interface, ns string, settled func(v1.Pod) bool) map[string]v1.Pod {
+	t.Helper()
+	var byKind map[string]v1.Pod
+	realWait(t, "a settled pod on the real and the simulated node", func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+		if err != nil {
+			return false, err
+		}
+		byKind = map[string]v1.Pod{}
+		for _, p := range pods.Items {
+			kind := "simulated"
+			if p.Spec.NodeName == realnode.NodeName(1) {
+				kind = "real"
+			}
+			if p.DeletionTimestamp == nil && settled(p) {
+				byKind[kind] = p
+			}
+		}
+		return len(byKind) == 2, nil
+	})
+	return byKind
+}
+
+// updateTemplate changes the DaemonSet agent's pod template.
+func updateTemplate(t *testing.T, client kubernetes.Interface, ns string, change func(*v1.PodTemplateSpec)) {
+	t.Helper()
+	ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), "agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(&ds.Spec.Template)
+	if _, err := client.AppsV1().DaemonSets(ns).Update(context.Background(), ds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podFacts are what the API shows of a pod, each field rendered so that two nodes
+// doing the same show the same text (times become durations or presence).
+func podFacts(p v1.Pod) map[string]string {
+	f := map[string]string{"phase": string(p.Status.Phase), "qosClass": string(p.Status.QOSClass)}
+	var conds []string
+	for _, c := range p.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s", c.Type, c.Status)+reasonSuffix(c.Reason))
+	}
+	f["conditions (in order)"] = strings.Join(conds, " ")
+	f["podIP set"] = fmt.Sprint(p.Status.PodIP != "")
+	f["hostIP set"] = fmt.Sprint(p.Status.HostIP != "")
+	f["startTime set"] = fmt.Sprint(p.Status.StartTime != nil)
+	f["scheduled to Ready"] = readyDelay(p)
+	if len(p.Status.ContainerStatuses) == 1 {
+		s := p.Status.ContainerStatuses[0]
+		f["ready"] = fmt.Sprint(s.Ready)
+		f["started"] = fmt.Sprint(s.Started != nil && *s.Started)
+		f["restartCount"] = restartBucket(s.RestartCount)
+		f["state"] = stateText(s.State)
+		f["lastState"] = stateText(s.LastTerminationState)
+		f["image"] = s.Image
+		scheme, _, _ := strings.Cut(s.ContainerID, "://")
+		f["containerID scheme"] = scheme
+		f["imageID"] = imageIDForm(s.ImageID)
+		f["allocatedResources set"] = fmt.Sprint(len(s.AllocatedResources) > 0)
+		f["resources set"] = fmt.Sprint(s.Resources != nil)
+	}
+	return f
+}
+
+// readyDelay renders how long the pod took from its binding to Ready, coarsely: the
+// simulated node's delay is a flag, the real one's the time a container takes.
+func readyDelay(p v1.Pod) string {
+	scheduled, ready := podCondition(p, v1.PodScheduled), podCondition(p, v1.PodReady)
+	switch {
+	case ready.Status != v1.ConditionTrue:
+		return "not Ready"
+	case ready.LastTransitionTime.Sub(scheduled.LastTransitionTime.Time) < 5*time.Second:
+		return "under 5s"
+	}
+	return "5s or more"
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return "(" + reason + ")"
+}
+
+// restartBucket renders a restart count as 0, 1, or "2+": crash loops on the two
+// nodes restart at their own pace.
+func restartBucket(n int32) string {
+	if n >= 2 {
+		return "2+"
+	}
+	return fmt.Sprint(n)
+}
+
+func stateText(s v1.ContainerState) string {
+	switch {
+	case s.Running != nil:
+		return "running"
+	case s.Waiting != nil:
+		return "waiting " + s.Waiting.Reason
+	case s.Terminated != nil:
+		return fmt.Sprintf("terminated %s exit %d", s.Terminated.Reason, s.Terminated.ExitCode)
+	}
+	return "none"
+}
+
+// imageIDForm is the shape of an image ID: repo@sha256:… or sha256:….
+func imageIDForm(id string) string {
+	if repo, _, ok := strings.Cut(id, "@"); ok {
+		return repo + "@sha256:…"
+	}
+	if strings.HasPrefix(id, "sha256:") {
+		return "sha256:…"
+	}
+	return id
+}
+
+// fidelityTable is the comparison, one row per scenario and field.
+type fidelityTable struct{ rows []fidelityRow }
+
+type fidelityRow struct{ scenario, field, real, sim string }
+
+func (t *fidelityTable) add(scenario string, pods map[string]v1.Pod) {
+	real, sim := podFacts(pods["real"]), podFacts(pods["simulated"])
+	var fields []string
+	for k := range real {
+		fields = append(fields, k)
+	}
+	for k := range sim {
+		if _, ok := real[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	for _, k := range fields {
+		t.rows = append(t.rows, fidelityRow{scenario, k, real[k], sim[k]})
+	}
+}
+
+func (t *fidelityTable) markdown() string {
+	var b strings.Builder
+	b.WriteString("| scenario | field | real node | simulated node | match |\n|---|---|---|---|---|\n")
+	for _, r := range t.rows {
+		match := "yes"
+		if r.real != r.sim {
+			match = "no"
+			if why := fidelityExplained[r.field]; why != "" {
+				match = "no: " + why
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.scenario, r.field, r.real, r.sim, match)
+	}
+	return b.String()
+}
+

@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/everynode/everynode/internal/realnode"
+)
+
+// TestRealNodeKubelet runs, on a real node (a kubelet and a containerd), the
+// scenarios whose outcome the kubelet decides: a rolling update, releases that fail
+// for each reason a container can (its image cannot be pulled, it crash-loops, it is
+// killed for memory) rolled back by the rollout's failure rules, a readiness probe
+// holding a pod un-Ready, and deletion honouring terminationGracePeriodSeconds.
+func TestRealNodeKubelet(t *testing.T) {
+	realNodesWanted(t)
+	rn := newRealNodeSandbox(t, []string{"sandbox", "--nodes", "1", "--real-nodes", "1"})
+	rn.start(t)
+	client := rn.client
+
+	t.Run("a rolling update replaces the pod", func(t *testing.T) {
+		ns := realNamespace(t, client)
+		createAgent(t, client, agentDaemonSet(ns, "agent", nil))
+		old := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+		setAgent(t, client, ns, "agent", func(c *v1.Container) { c.Image = realnode.AgentImage2 })
+		pod := waitAgentPod(t, client, ns, "agent", realnode.AgentImage2, 0)
+		if pod.UID == old.UID {
+			t.Fatalf("the rolling update kept pod %s", old.UID)
+		}
+		waitAgentRolledOut(t, client, ns, "agent")
+	})
+
+	t.Run("failing releases are rolled back", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			change func(*v1.Container)
+			words  []string // in the failure's message; one of them suffices
+		}{
+			{"an image that was never imported", func(c *v1.Container) {
+				c.Image, c.ImagePullPolicy = "everynode.local/agent:missing", v1.PullIfNotPresent
+			}, []string{"ErrImagePull", "ImagePullBackOff"}},
+			{"a crash-looping container", func(c *v1.Container) {
+				c.Image = realnode.AgentImage2
+				c.Env = []v1.EnvVar{{Name: "AGENT_EXIT_AFTER", Value: "1s"}, {Name: "AGENT_EXIT_CODE", Value: "3"}}
+			}, []string{"CrashLoopBackOff", "restarted"}},
+			{"a container killed for memory", func(c *v1.Container) {
+				c.Image = realnode.AgentImage2
+				c.Env = []v1.EnvVar{{Name: "AGENT_ALLOC_MB", Value: "8"}}
+				limit := v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}
+				c.Resources.Limits, c.Resources.Requests = limit, v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("32Mi")}
+			}, []string{"OOMKilled"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ns := realNamespace(t, client)
+				createAgent(t, client, agentDaemonSet(ns, "agent", map[string]string{annMaxRestarts: "2", annOnFailure: "rollback", annMinHealthy: "2s"}))
+				first := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+				waitProgressing(t, client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
+				log := watchProgressing(t, client, ns, "agent")
+				setAgent(t, client, ns, "agent", tc.change)
+				failed := waitProgressing(t, client, ns, "agent", v1.ConditionFalse, "RolledBack")
+				if !containsAny(failed.Message, tc.words) {
+					t.Errorf("the rollback's message %q names none of %q", failed.Message, tc.words)
+				}
+				back := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+				if back.UID == first.UID {
+					t.Errorf("the failed release never replaced pod %s", first.UID)
+				}
+				waitProgressing(t, client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
+				seen := log.stop()
+				failure := slices.IndexFunc(seen, func(s string) bool {
+					return s == "False/PodContainerFailing" || s == "False/PodRestartLimitExceeded"
+				})
+				if failure < 0 || slices.Index(seen, "False/RolledBack") < failure {
+					t.Errorf("the Progressing condition went %v; want a failure, then RolledBack", seen)
+				}
+				t.Logf("Progressing: %v; rollback message: %s", seen, failed.Message)
+			})
+		}
+	})
+
+	t.Run("a readiness probe holds the pod un-Ready", func(t *testing.T) {
+		ns := realNamespace(t, client)
+		ds := agentDaemonSet(ns, "probed", nil)
+		c := &ds.Spec.Template.Spec.Containers[0]
+		c.Args = []string{"--ready-file=/tmp/ready", "--ready-after=6s"}
+		c.ReadinessProbe = &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"/everynode-agent", "probe", "/tmp/ready"}}},
+			PeriodSeconds: 1,
+		}
+		createAgent(t, client, ds)
+		var running v1.Pod
+		realWait(t, "the probed container to run", func(ctx context.Context) (bool, error) {
+			pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=probed"})
+			if err != nil || len(pods.Items) != 1 || len(pods.Items[0].Status.ContainerStatuses) != 1 {
+				return false, err
+			}
+			running = pods.Items[0]
+			return running.Status.ContainerStatuses[0].State.Running != nil, nil
+		})
+		started := running.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+		until := started.Add(5 * time.Second)
+		for time.Now().Before(until) {
+			pod, err := client.CoreV1().Pods(ns).Get(context.Background(), running.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod.Status.ContainerStatuses[0].Ready {
+				t.Fatalf("the pod turned Ready %v after its container started; its probe fails for 6s", time.Since(started))
+			}
+			ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), "probed", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ds.Status.NumberReady != 0 || ds.Status.NumberAvailable != 0 {
+				t.Fatalf("the DaemonSet counts %d ready, %d available while its pod is not Ready", ds.Status.NumberReady, ds.Status.NumberAvailable)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		pod := waitAgentPod(t, client, ns, "probed", realnode.AgentImage1, 0)
+		if pod.UID != running.UID {
+			t.Fatalf("the pod was replaced while not Ready: %s, then %s", running.UID, pod.UID)
+		}
+		ready := podCondition(pod, v1.PodReady).LastTransitionTime.Time
+		if ready.Before(started.Add(6 * time.Second)) {
+			t.Errorf("the pod turned Ready at %s, less than 6s after its container started at %s", ready, started)
+		}
+		waitAgentRolledOut(t, client, ns, "probed")
+	})
+
+	t.Run("deletion honours terminationGracePeriodSeconds", func(t *testing.T) {
+		for _, tc := range []struct {
+			name            string
+			stopDelay       string
+			grace           int64
+			atLeast, within time.Duration
+		}{
+			{"a container that stops in 3s of 30s", "3s", 30, 3 * time.Second, 25 * time.Second},
+			{"a container killed after 2s of its 60s", "60s", 2, 2 * time.Second, 20 * time.Second},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ns := realNamespace(t, client)
+				ds := agentDaemonSet(ns, "agent", nil)
+				ds.Spec.Template.Spec.TerminationGracePeriodSeconds = &tc.grace
+				ds.Spec.Template.Spec.Containers[0].Args = []string{"--stop-delay=" + tc.stopDelay}
+				createAgent(t, client, ds)
+				pod := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+				start := time.Now()
+				if err := client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				realWait(t, "the deleted pod to go", func(ctx context.Context) (bool, error) {
+					_, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+					return apierrors.IsNotFound(err), nil
+				})
+				took := time.Since(start)
+				if took < tc.atLeast || took > tc.within {
+					t.Errorf("the pod took %v to go; want between %v and %v", took, tc.atLeast, tc.within)
+				}
+				t.Logf("pod %s gone %v after its deletion", pod.Name, took.Round(100*time.Millisecond))
+				if again := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0); again.UID == pod.UID {
+					t.Fatalf("the DaemonSet did not replace the deleted pod")
+				}
+			})
+		}
+	})
+}
+
+// agentDaemonSet is a DaemonSet of the agent image on the real node.
+func agentDaemonSet(ns, name string, annotations map[string]string) *apps.DaemonSet {
+	ds := daemonSet(ns, name, map[string]string{realnode.LabelReal: "true"})
+	ds.Annotations = annotations
+	c := &ds.Spec.Template.Spec.Containers[0]
+	c.Image, c.ImagePullPolicy = realnode.AgentImage1, v1.PullNever
+	return ds
+}
+
+func createAgent(t *testing.T, client kubernetes.Interface, ds *apps.DaemonSet) {
+	t.Helper()
+	if _, err := client.AppsV1().DaemonSets(ds.Namespace).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating DaemonSet %s: %v", ds.Name, err)
+	}
+}
+
+// setAgent changes the DaemonSet's container, retrying on conflicts.
+func setAgent(t *testing.T, client kubernetes.Interface, ns, name string, change func(*v1.Container)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(&ds.Spec.Template.Spec.Containers[0])
+		_, err = client.AppsV1().DaemonSets(ns).Update(context.Background(), ds, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating DaemonSet %s: %v", name, err)
+	}
+}
+
+// waitAgentRolledOut waits until the DaemonSet's status shows its one pod updated
+// and available.
+func waitAgentRolledOut(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	realWait(t, name+" rolled out", func(ctx context.Context) (bool, error) {
+		ds, err := client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := ds.Status
+		return s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled == 1 && s.UpdatedNumberScheduled == 1 && s.NumberAvailable == 1, nil
+	})
+}
+
+// realNamespace creates a namespace for one real-node scenario.
+func realNamespace(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	ns := "real-" + strings.ToLower(rand.String(6))
+	createNamespace(t, client, ns)
+	return ns
+}
+
+func podCondition(pod v1.Pod, t v1.PodConditionType) v1.PodCondition {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return v1.PodCondition{}
+}
+
+func containsAny(s string, words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
+}
