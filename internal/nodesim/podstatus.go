@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,8 +92,25 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
+	for i := range st.ContainerStatuses {
+		reportResources(&st.ContainerStatuses[i], &pod.Spec.Containers[i])
+	}
 	setPodConditions(&st, in, stage == stageEnded, stuck, stamp)
 	return st
+}
+
+// reportResources sets what a container status says of the container's resources,
+// as the kubelet does once the container exists (running, or ended and waiting to
+// restart): the CPU and memory it runs with, and the requests allocated to it.
+func reportResources(cs *v1.ContainerStatus, c *v1.Container) {
+	cs.Resources, cs.AllocatedResources = nil, nil
+	if cs.ContainerID == "" {
+		return
+	}
+	cs.Resources = runningResources(c)
+	if len(c.Resources.Requests) > 0 {
+		cs.AllocatedResources = c.Resources.Requests.DeepCopy()
+	}
 }
 
 // setPodConditions derives the pod's conditions from its phase and containers;
@@ -144,7 +162,29 @@ func setPodConditions(st *v1.PodStatus, in podInput, ended bool, stuck string, n
 	if !conds.has(v1.PodScheduled) {
 		conds.set(v1.PodScheduled, condition{status: v1.ConditionTrue})
 	}
-	st.Conditions = conds.conds
+	st.Conditions = kubeletFirst(conds.conds)
+}
+
+// kubeletConditions are the pod conditions the kubelet owns, in the order it
+// reports them; the others (PodScheduled, DisruptionTarget, readiness gates) follow,
+// in their order.
+var kubeletConditions = []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady}
+
+func kubeletFirst(conds []v1.PodCondition) []v1.PodCondition {
+	out := make([]v1.PodCondition, 0, len(conds))
+	for _, t := range kubeletConditions {
+		for _, c := range conds {
+			if c.Type == t {
+				out = append(out, c)
+			}
+		}
+	}
+	for _, c := range conds {
+		if !slices.Contains(kubeletConditions, c.Type) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // condition is the wanted state of one pod condition.

@@ -118,10 +118,14 @@ func imageConfig(img Image, layerDigest string) ([]byte, error) {
 	})
 }
 
-// layerTar is a layer holding one executable file at name.
+// layerTar is a layer holding one executable file at name, and /tmp, where the
+// agent writes its ready file.
 func layerTar(name string, content []byte) ([]byte, error) {
 	var b bytes.Buffer
 	t := tar.NewWriter(&b)
+	if err := t.WriteHeader(&tar.Header{Name: "tmp/", Mode: 0o1777, ModTime: imageEpoch, Typeflag: tar.TypeDir}); err != nil {
+		return nil, err
+	}
 	if err := t.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(content)), ModTime: imageEpoch, Typeflag: tar.TypeReg}); err != nil {
 		return nil, err
 	}

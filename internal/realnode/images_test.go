@@ -29,6 +29,9 @@ func readArchive(t *testing.T, b []byte) map[string][]byte {
 			t.Fatal(err)
 		}
 		files[h.Name] = content
+		if h.Typeflag == tar.TypeDir {
+			files[h.Name] = []byte(h.FileInfo().Mode().String())
+		}
 	}
 }
 
@@ -86,6 +89,9 @@ func TestWriteArchive_EachImageRunsTheAgentFromOneSharedLayer(t *testing.T) {
 			t.Errorf("%s: layers %v do not match diff IDs %v", want.Ref, m.Layers, c.RootFS.DiffIDs)
 		}
 		layer := readArchive(t, files[m.Layers[0]])
+		if string(layer["tmp/"]) != "dtrwxrwxrwx" {
+			t.Errorf("%s: layer's /tmp is %q, want a directory anyone may write to", want.Ref, layer["tmp/"])
+		}
 		if string(layer["everynode-agent"]) != "#!agent" {
 			t.Errorf("%s: layer holds %v, want everynode-agent with the binary", want.Ref, layer)
 		}
