@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,6 +43,34 @@ func TestRealNodeKubelet(t *testing.T) {
 			t.Fatalf("the rolling update kept pod %s", old.UID)
 		}
 		waitAgentRolledOut(t, client, ns, "agent")
+	})
+
+	t.Run("an in-place resize reaches the container's cgroup", func(t *testing.T) {
+		ns := realNamespace(t, client)
+		ds := agentDaemonSet(ns, "agent", map[string]string{annInPlace: "true"})
+		ds.Spec.Template.Spec.Containers[0].Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+		createAgent(t, client, ds)
+		before := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+		if quota, limit := containerCgroup(t, rn.port, before); quota != "10000" || limit != "67108864" {
+			t.Fatalf("before the resize the container's cgroup has CPU quota %s and memory limit %s; want 10000 (100m) and 67108864 (64Mi)", quota, limit)
+		}
+		setAgent(t, client, ns, "agent", func(c *v1.Container) {
+			c.Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("96Mi")}
+		})
+		waitAgentRolledOut(t, client, ns, "agent")
+		after := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+		if after.UID != before.UID || after.Status.ContainerStatuses[0].ContainerID != before.Status.ContainerStatuses[0].ContainerID {
+			t.Fatalf("the resize replaced the pod or its container")
+		}
+		if r := after.Status.ContainerStatuses[0].Resources; r == nil || !r.Limits.Cpu().Equal(resource.MustParse("200m")) || !r.Limits.Memory().Equal(resource.MustParse("96Mi")) {
+			t.Fatalf("the container's status reports resources %v; want limits of 200m CPU and 96Mi", r)
+		}
+		if quota, limit := containerCgroup(t, rn.port, after); quota != "20000" || limit != "100663296" {
+			t.Fatalf("after the resize the container's cgroup has CPU quota %s and memory limit %s; want 20000 (200m) and 100663296 (96Mi)", quota, limit)
+		}
 	})
 
 	t.Run("failing releases are rolled back", func(t *testing.T) {
@@ -246,4 +277,20 @@ func podCondition(pod v1.Pod, t v1.PodConditionType) v1.PodCondition {
 
 func containsAny(s string, words []string) bool {
 	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
+}
+
+// containerCgroup reads the CPU quota and memory limit of the pod's one container
+// from its cgroups on the real node.
+func containerCgroup(t *testing.T, port int, pod v1.Pod) (quota, limit string) {
+	t.Helper()
+	_, id, _ := strings.Cut(pod.Status.ContainerStatuses[0].ContainerID, "://")
+	rel := filepath.Join("everynode", fmt.Sprint(port), realnode.NodeName(1), "kubepods", strings.ToLower(string(pod.Status.QOSClass)), "pod"+string(pod.UID), id)
+	read := func(hierarchy, file string) string {
+		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, rel, file))
+		if err != nil {
+			t.Fatalf("reading the container's cgroup: %v", err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return read("cpu", "cpu.cfs_quota_us"), read("memory", "memory.limit_in_bytes")
 }
