@@ -3,6 +3,7 @@ package gather
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,16 +65,21 @@ func TestSnapshotCarriesTheParsedPolicy(t *testing.T) {
 	}
 }
 
+// names lists the objects' names, nodes, pods, then revisions, each kind sorted:
+// a lister returns objects in no particular order.
 func names(objs Objects) []string {
-	var out []string
+	var nodes, pods, revisions []string
 	for _, n := range objs.Nodes {
-		out = append(out, n.Name)
+		nodes = append(nodes, n.Name)
 	}
 	for _, p := range objs.Pods {
-		out = append(out, p.Name)
+		pods = append(pods, p.Name)
 	}
 	for _, r := range objs.Revisions {
-		out = append(out, r.Name)
+		revisions = append(revisions, r.Name)
 	}
-	return out
+	slices.Sort(nodes)
+	slices.Sort(pods)
+	slices.Sort(revisions)
+	return slices.Concat(nodes, pods, revisions)
 }
