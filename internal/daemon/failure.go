@@ -112,6 +112,9 @@ func (u *updater) failure(since time.Time) (Reason, string, time.Duration) {
 				if container, how := u.containerFailure(pod); container != "" {
 					return ReasonContainerFailing, fmt.Sprintf("pod %s on node %s: container %s %s", pod.Name, n.name, container, how), 0
 				}
+				if how := resizeFailure(pod); how != "" && u.inPlacePending(pod) {
+					return ReasonContainerFailing, fmt.Sprintf("pod %s on node %s: %s", pod.Name, n.name, how), 0
+				}
 			}
 			if u.healthy(pod) {
 				if at := u.healthyAt(pod); at.After(lastAvailable) {

@@ -352,3 +352,53 @@ func TestInPlaceResizeIsPendingUntilReported(t *testing.T) {
 // inPlacePending and podRestarts ask of one pod as a decision's update stage does.
 func inPlacePending(pod *v1.Pod) bool { return (&updater{}).inPlacePending(pod) }
 func podRestarts(pod *v1.Pod) int32   { return (&updater{}).podRestarts(pod) }
+
+// resizedInPlace is node's pod updated in place to ds's revision by a resize its
+// status does not report yet, and which the kubelet holds back for reason.
+func resizedInPlace(ds *apps.DaemonSet, node, reason string) *v1.Pod {
+	pod := newPod(ds, "old-"+node, node, readySince(t0.Add(-time.Hour)))
+	want := v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}
+	raw, _ := json.Marshal(inPlaceRecord{Revision: hashOf(ds), At: t0.Add(-time.Minute), Resized: map[string]v1.ResourceRequirements{"c": want}})
+	pod.Annotations = map[string]string{AnnotationInPlaceUpdate: string(raw)}
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(-time.Hour))}},
+		Resources: &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}
+	if reason != "" {
+		pod.Status.Conditions = append(pod.Status.Conditions, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: reason,
+			Message: "Node didn't have enough resource: cpu, requested: 2000, used: 1500, capacity: 2000"})
+	}
+	return pod
+}
+
+func TestInPlaceResizeHeldBackByTheKubelet(t *testing.T) {
+	inPlace := withAnnotations(AnnotationInPlace, "true")
+	runRolloutRows(t, []rolloutRow{
+		{name: "a resize the kubelet has not acted on: the node waits for the update",
+			ds:     []dsOpt{inPlace, withBudget("", "1")},
+			setup:  func(ds *apps.DaemonSet, s *Snapshot) { replace(s, resizedInPlace(ds, "n1", "")) },
+			reason: ReasonRollingOut, status: v1.ConditionTrue,
+			waits: with(all(ReasonBudgetFull, "n1"), "n1", string(ReasonInPlaceUpdating))},
+		{name: "a resize the kubelet defers: the node says so",
+			ds:     []dsOpt{inPlace, withAnnotations(AnnotationMaxRestarts, "2"), withBudget("", "1")},
+			setup:  func(ds *apps.DaemonSet, s *Snapshot) { replace(s, resizedInPlace(ds, "n1", v1.PodReasonDeferred)) },
+			reason: ReasonRollingOut, status: v1.ConditionTrue,
+			waits: with(all(ReasonBudgetFull, "n1"), "n1", string(ReasonResizePending))},
+		{name: "an infeasible resize, without failure rules: the node says so",
+			ds:     []dsOpt{inPlace, withBudget("", "1")},
+			setup:  func(ds *apps.DaemonSet, s *Snapshot) { replace(s, resizedInPlace(ds, "n1", v1.PodReasonInfeasible)) },
+			reason: ReasonRollingOut, status: v1.ConditionTrue,
+			waits: with(all(ReasonBudgetFull, "n1"), "n1", string(ReasonResizePending))},
+		{name: "an infeasible resize under max-restarts fails the rollout",
+			ds:     []dsOpt{inPlace, withAnnotations(AnnotationMaxRestarts, "2"), withBudget("", "1")},
+			setup:  func(ds *apps.DaemonSet, s *Snapshot) { replace(s, resizedInPlace(ds, "n1", v1.PodReasonInfeasible)) },
+			marks:  []string{curRev + " " + MarkFailed + "=2 " + string(ReasonContainerFailing) + ": pod old-n1 on node n1: its resize is infeasible (Node didn't have enough resource"},
+			reason: ReasonContainerFailing, status: v1.ConditionFalse, events: []string{string(ReasonContainerFailing)}},
+	})
+}
+
+func TestSlimPodKeepsTheResizeCondition(t *testing.T) {
+	ds := newDS("ds")
+	pod := resizedInPlace(ds, "n1", v1.PodReasonInfeasible)
+	if got, want := resizeFailure(SlimPod(pod)), resizeFailure(pod); got == "" || got != want {
+		t.Fatalf("the slim pod's resize failure is %q, want %q", got, want)
+	}
+}

@@ -41,6 +41,7 @@ const (
 	ReasonBudgetFull        Reason = "BudgetFull"          // maxUnavailable or maxSurge is used up
 	ReasonNewPodUnavailable Reason = "NewPodNotAvailable"  // the node's new pod is not available yet
 	ReasonInPlaceUpdating   Reason = "InPlaceUpdating"     // the node's pod, updated in place, has not restarted yet
+	ReasonResizePending     Reason = "ResizePending"       // the kubelet holds back the resize of the node's pod (resize.go)
 	ReasonNewPodBaking      Reason = "NewPodBaking"        // the node's new pod has not been healthy for min-healthy yet
 	ReasonPaused            Reason = "Paused"              // rollout.everynode.dev/paused
 	ReasonPartitionHeld     Reason = "PartitionHeld"       // rollout.everynode.dev/partition
@@ -112,6 +113,7 @@ var waitReasons = [...]waitRow{
 	{ReasonProgressDeadlineExceeded, "deadline", failedRolloutWait(ReasonProgressDeadlineExceeded), WaitFailed},
 	{ReasonRestartLimitExceeded, "restarts", failedRolloutWait(ReasonRestartLimitExceeded), WaitFailed},
 	{ReasonContainerFailing, "failing", failedRolloutWait(ReasonContainerFailing), WaitFailed},
+	{ReasonResizePending, "resize pending", "the kubelet to resize its pod, updated in place, which it holds back (PodResizePending: Deferred until the node has room, Infeasible if it never will)", WaitUpdating},
 	{ReasonNewPodUnavailable, "starting", "its new pod to become available", WaitUpdating},
 	{ReasonNewPodBaking, "bake", "its new pod to stay Ready, with no restart, for " + AnnotationMinHealthy, WaitUpdating},
 	{ReasonPaused, "paused", "the rollout is paused (" + AnnotationPaused + ")", WaitHeld},

@@ -213,6 +213,8 @@ func (u *updater) waitForNewPod(n *unode, cur *podAvail, p *Plan) {
 	}
 	switch {
 	case n.wait == ReasonFailedPodBackoff:
+	case u.inPlacePending(cur.pod) && resizePending(cur.pod) != nil:
+		n.wait = ReasonResizePending
 	case u.inPlacePending(cur.pod):
 		n.wait = ReasonInPlaceUpdating
 	default:

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubectl/pkg/util/qos"
 )
@@ -74,6 +76,32 @@ func sameList(a, b v1.ResourceList) bool {
 // resize must keep.
 func sameQOS(from, to *v1.PodTemplateSpec) bool {
 	return qos.ComputePodQOS(&v1.Pod{Spec: from.Spec}) == qos.ComputePodQOS(&v1.Pod{Spec: to.Spec})
+}
+
+// resizePending is the pod's PodResizePending condition while it holds: the kubelet
+// has seen the resize and holds it back, Deferred until the node has room for it,
+// or Infeasible if the node never will (nil when it does not).
+func resizePending(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if c := &pod.Status.Conditions[i]; c.Type == v1.PodResizePending && c.Status == v1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+// resizeFailure says how a pod's resize fails, for the failure rules: "" unless
+// the kubelet found it infeasible, which no wait ends.
+func resizeFailure(pod *v1.Pod) string {
+	c := resizePending(pod)
+	if c == nil || c.Reason != v1.PodReasonInfeasible {
+		return ""
+	}
+	msg := c.Message
+	if len(msg) > maxWaitMessage {
+		msg = msg[:maxWaitMessage] + "…"
+	}
+	return fmt.Sprintf("its resize is infeasible (%s)", msg)
 }
 
 // resized reports whether the kubelet reports a container running with the CPU and

@@ -73,15 +73,16 @@ func portsOnly(cs []v1.Container) []v1.Container {
 	return out
 }
 
-// slimConditions keeps the conditions Decide reads: Ready (availability, the bake)
-// and PodScheduled (a surge blocked by a host port).
+// slimConditions keeps the conditions Decide reads: Ready (availability, the bake),
+// PodScheduled (a surge blocked by a host port) and PodResizePending (a resize the
+// kubelet holds back).
 func slimConditions(conds []v1.PodCondition) []v1.PodCondition {
 	var out []v1.PodCondition
 	for _, c := range conds {
 		switch c.Type {
 		case v1.PodReady:
 			out = append(out, v1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
-		case v1.PodScheduled:
+		case v1.PodScheduled, v1.PodResizePending:
 			out = append(out, v1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 		}
 	}

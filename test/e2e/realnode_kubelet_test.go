@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,6 +71,67 @@ func TestRealNodeKubelet(t *testing.T) {
 		}
 		if quota, limit := containerCgroup(t, rn.port, after); quota != "20000" || limit != "100663296" {
 			t.Fatalf("after the resize the container's cgroup has CPU quota %s and memory limit %s; want 20000 (200m) and 100663296 (96Mi)", quota, limit)
+		}
+	})
+
+	t.Run("a resize the kubelet defers shows in explain", func(t *testing.T) {
+		ns := realNamespace(t, client)
+		ds := agentDaemonSet(ns, "agent", map[string]string{annInPlace: "true"})
+		ds.Spec.Template.Spec.Containers[0].Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+		}
+		createAgent(t, client, ds)
+		before := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+		// A pod that takes most of the node's CPU: a resize to a whole CPU fits the
+		// node, which the API server checks, but not beside it, which the kubelet does.
+		node, err := client.CoreV1().Nodes().Get(context.Background(), realnode.NodeName(1), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hogCPU := node.Status.Allocatable.Cpu().DeepCopy()
+		hogCPU.Sub(resource.MustParse("600m"))
+		hog := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hog"},
+			Spec: v1.PodSpec{
+				NodeName:                      realnode.NodeName(1),
+				TerminationGracePeriodSeconds: new(int64),
+				Containers: []v1.Container{{Name: "hog", Image: realnode.AgentImage1, ImagePullPolicy: v1.PullNever,
+					Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: hogCPU}}}},
+			},
+		}
+		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), hog, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		realWait(t, "the hog to run", func(ctx context.Context) (bool, error) {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, "hog", metav1.GetOptions{})
+			return err == nil && p.Status.Phase == v1.PodRunning, nil
+		})
+		setAgent(t, client, ns, "agent", func(c *v1.Container) {
+			c.Resources = v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+				Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+			}
+		})
+		realWait(t, "explain to show the deferred resize", func(ctx context.Context) (bool, error) {
+			out, err := exec.CommandContext(ctx, env.binary, "explain", "-n", ns, "agent", "--kubeconfig", rn.kubeconfig()).CombinedOutput()
+			return err == nil && strings.Contains(string(out), "which it holds back (PodResizePending"), nil
+		})
+		pod, err := client.CoreV1().Pods(ns).Get(context.Background(), before.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := podCondition(*pod, v1.PodResizePending); c.Reason != v1.PodReasonDeferred {
+			t.Fatalf("the pod's PodResizePending condition is %+v; want Deferred", c)
+		}
+		// With room made, the kubelet resizes the pod, and the rollout ends.
+		if err := client.CoreV1().Pods(ns).Delete(context.Background(), "hog", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitAgentRolledOut(t, client, ns, "agent")
+		after := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
+		if after.UID != before.UID || !after.Status.ContainerStatuses[0].Resources.Requests.Cpu().Equal(resource.MustParse("1")) {
+			t.Fatalf("after the hog went, pod %s (was %s) reports resources %v; want the same pod with 1 CPU", after.UID, before.UID, after.Status.ContainerStatuses[0].Resources)
 		}
 	})
 

@@ -152,10 +152,13 @@ func (rn *realNodeSandbox) start(t *testing.T) *sandboxProcess {
 		}
 	})
 	if rn.client == nil {
-		rn.client = kubeconfigClient(t, filepath.Join(rn.dataDir, "kubeconfig"))
+		rn.client = kubeconfigClient(t, rn.kubeconfig())
 	}
 	return sb
 }
+
+// kubeconfig is the sandbox's admin kubeconfig.
+func (rn *realNodeSandbox) kubeconfig() string { return filepath.Join(rn.dataDir, "kubeconfig") }
 
 // readmeRealNodeSandbox returns the arguments of the README's real-node sandbox
 // command, after checking that the section's install command is the one the
