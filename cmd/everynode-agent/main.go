@@ -9,6 +9,8 @@
 //	everynode-agent pause                the pod sandbox's process: wait for a signal
 //	everynode-agent probe FILE           exit 0 if FILE exists, 1 if not: an exec
 //	                                     probe (the images hold no shell)
+//	everynode-agent probe-api            exit 0 if the API server answers the pod's
+//	                                     service account at KUBERNETES_SERVICE_HOST
 //	--exit-after 5s --exit-code 3        exit after a time, with a code
 //	--ready-file /tmp/ready --ready-after 2s
 //	                                     create a file (for an exec readiness probe)
@@ -45,6 +47,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "probe" {
 		os.Exit(probe(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "probe-api" {
+		os.Exit(probeAPI(serviceAccountDir))
 	}
 	o, err := parse(os.Args[1:])
 	if err != nil {

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,5 +56,32 @@ func TestProbe_SucceedsOnlyOnceTheFileExists(t *testing.T) {
 	}
 	if code := probe(nil); code != 2 {
 		t.Fatalf("probe with no file exited %d, want 2", code)
+	}
+}
+
+func TestProbeAPI_AsksTheServiceAsTheServiceAccount(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/version" || r.Header.Get("Authorization") != "Bearer secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, `{"gitVersion":"v1.37.2"}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	t.Setenv("KUBERNETES_SERVICE_HOST", host)
+	t.Setenv("KUBERNETES_SERVICE_PORT", port)
+	for token, want := range map[string]int{"secret": 0, "wrong": 1} {
+		if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := probeAPI(dir); got != want {
+			t.Errorf("with token %q probe-api exited %d, want %d", token, got, want)
+		}
 	}
 }

@@ -59,10 +59,12 @@ func containerdConfig(root, cniBin, cniConf string) string {
 }
 
 // cniConfig is the node's pod network: a bridge in the node's namespace with
-// addresses from a /24 of its own; pods reach the node and each other, nothing else.
+// addresses from a /24 of its own, and a default route to the node. Pods reach the
+// node (and the API server at the kubernetes Service's IP on it) and each other;
+// the node has no route on, so nothing else.
 func cniConfig(index int, ipamDir string) string {
 	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"everynode","plugins":[`+
-		`{"type":"bridge","bridge":"cni0","isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.244.%d.0/24"}]],"dataDir":%q}},`+
+		`{"type":"bridge","bridge":"cni0","isGateway":true,"ipMasq":false,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.244.%d.0/24"}]],"routes":[{"dst":"0.0.0.0/0"}],"dataDir":%q}},`+
 		`{"type":"loopback"}]}`, index, ipamDir)
 }
 

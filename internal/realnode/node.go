@@ -29,6 +29,9 @@ type Options struct {
 	LogDir string
 	// Images is the image archive to import (see WriteArchive).
 	Images string
+	// ServiceIP is the kubernetes Service's cluster IP, where pods reach the API
+	// server (their KUBERNETES_SERVICE_HOST); "" for none.
+	ServiceIP string
 }
 
 // Node is a running real node: a containerd and a kubelet.
@@ -39,6 +42,7 @@ type Node struct {
 	index      int
 	link       link
 	fwd        *forwarder
+	serviceFwd *forwarder
 	containerd *component.Child
 	kubelet    *component.Child
 	exited     chan struct{}
@@ -74,6 +78,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: forwarding the API server: %w", n.Name, err)
 	}
+	if opts.ServiceIP != "" {
+		if err := n.serveService(); err != nil {
+			return nil, fmt.Errorf("%s: serving the kubernetes Service: %w", n.Name, err)
+		}
+	}
 	for _, sub := range []string{"runtime", "kubelet"} {
 		if err := createCgroup(n.cgroup(sub)); err != nil {
 			return nil, err
@@ -99,6 +108,21 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	return n, nil
 }
 
+// serveService makes the kubernetes Service's cluster IP an address of the node, on
+// its loopback, where a forwarder passes port 443 to the API server: there is no
+// kube-proxy, and pods reach it through their default route to the node.
+func (n *Node) serveService() error {
+	if err := ip("-n", n.link.Namespace, "addr", "add", n.opts.ServiceIP+"/32", "dev", "lo"); err != nil {
+		return err
+	}
+	ln, err := listenIn(n.link.NamespacePath(), net.JoinHostPort(n.opts.ServiceIP, "443"))
+	if err != nil {
+		return err
+	}
+	n.serviceFwd = forwardFrom(ln, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.opts.APIPort)))
+	return nil
+}
+
 // Exited is closed when the node's containerd or kubelet has exited.
 func (n *Node) Exited() <-chan struct{} { return n.exited }
 
@@ -122,8 +146,10 @@ func (n *Node) Stop(ctx context.Context) {
 	if n.kubelet != nil {
 		component.StopAll([]*component.Child{n.kubelet}, 5*time.Second)
 	}
-	if n.fwd != nil {
-		_ = n.fwd.Close()
+	for _, f := range []*forwarder{n.fwd, n.serviceFwd} {
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 	n.cleanUp(ctx)
 	if n.containerd != nil {

@@ -27,6 +27,13 @@ const stopGrace = 10 * time.Second
 // manager, which take long to drain and lose nothing) are killed outright.
 func stopChildren(children []*component.Child) { component.StopAll(children, stopGrace) }
 
+// serviceCIDR is the range of Services' cluster IPs; serviceIP, its first address,
+// is the kubernetes Service's, where pods reach the API server.
+const (
+	serviceCIDR = "10.96.0.0/16"
+	serviceIP   = "10.96.0.1"
+)
+
 // apiserverArgs are kube-apiserver's flags for the sandbox.
 func apiserverArgs(cfg Config, p paths, cr credentials, etcdURL string) []string {
 	return []string{
@@ -42,7 +49,7 @@ func apiserverArgs(cfg Config, p paths, cr credentials, etcdURL string) []string
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + cr.saKeyFile,
 		"--service-account-signing-key-file=" + cr.saKeyFile,
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--cert-dir=" + p.pki("generated"),
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",

@@ -33,8 +33,8 @@ func ensureCredentials(p paths) (credentials, error) {
 		tokenFile: p.pki("tokens.csv"),
 	}
 	c.caFile = c.certFile // self-signed: the bundle holds its own CA
-	if !exists(c.certFile) || !exists(c.keyFile) {
-		certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
+	if !exists(c.certFile) || !exists(c.keyFile) || !servesAllNames(c.certFile) {
+		certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("localhost", apiServerIPs, apiServerNames)
 		if err != nil {
 			return c, fmt.Errorf("generating serving certificate: %w", err)
 		}
@@ -72,4 +72,35 @@ func writeSecret(path string, data []byte) error {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// The addresses and names the API server's certificate is valid for: loopback, where
+// the sandbox's clients reach it, and the kubernetes Service (its cluster IP, the
+// first of --service-cluster-ip-range, and its DNS names), where pods on real nodes
+// reach it.
+var (
+	apiServerIPs   = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}
+	apiServerNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+)
+
+// servesAllNames reports whether the certificate at path is valid for every address
+// and name the API server needs; a data dir from before pods could reach it has one
+// for loopback only, and gets a new one.
+func servesAllNames(path string) bool {
+	certs, err := cert.CertsFromFile(path)
+	if err != nil || len(certs) == 0 {
+		return false
+	}
+	leaf := certs[0]
+	for _, ip := range apiServerIPs {
+		if leaf.VerifyHostname(ip.String()) != nil {
+			return false
+		}
+	}
+	for _, name := range apiServerNames {
+		if leaf.VerifyHostname(name) != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -36,13 +36,14 @@ func (r *realNodes) start(ctx context.Context, cfg Config, p paths, cr credentia
 	}
 	for i := 1; i <= cfg.RealNodes; i++ {
 		node, err := realnode.Start(ctx, realnode.Options{
-			Index:   i,
-			APIPort: cfg.Port,
-			CA:      ca,
-			Token:   cr.token,
-			Dir:     p.join("real-nodes", realnode.NodeName(i)),
-			LogDir:  p.join("logs"),
-			Images:  archive,
+			Index:     i,
+			APIPort:   cfg.Port,
+			CA:        ca,
+			Token:     cr.token,
+			Dir:       p.join("real-nodes", realnode.NodeName(i)),
+			LogDir:    p.join("logs"),
+			Images:    archive,
+			ServiceIP: serviceIP,
 		})
 		if err != nil {
 			return err

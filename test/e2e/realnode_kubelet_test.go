@@ -46,6 +46,20 @@ func TestRealNodeKubelet(t *testing.T) {
 		waitAgentRolledOut(t, client, ns, "agent")
 	})
 
+	t.Run("a pod reaches the API server as in a cluster", func(t *testing.T) {
+		ns := realNamespace(t, client)
+		ds := agentDaemonSet(ns, "client", nil)
+		ds.Spec.Template.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+			ProbeHandler:   v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"/everynode-agent", "probe-api"}}},
+			PeriodSeconds:  1,
+			TimeoutSeconds: 5,
+		}
+		createAgent(t, client, ds)
+		// Ready only once its probe, an in-cluster client with the pod's service
+		// account, has had the API server's answer.
+		waitAgentPod(t, client, ns, "client", realnode.AgentImage1, 0)
+	})
+
 	t.Run("an in-place resize reaches the container's cgroup", func(t *testing.T) {
 		ns := realNamespace(t, client)
 		ds := agentDaemonSet(ns, "agent", map[string]string{annInPlace: "true"})
