@@ -246,16 +246,29 @@ func checkNoRealNodeLeft(t *testing.T, port int, dataDir string) {
 		}
 		f.Close()
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	// This sandbox's processes: started with its data dir, or in its nodes' cgroups
+	// (containers, shims). Other sandboxes on the machine are not this test's, nor
+	// are processes that have exited and wait for init to reap them.
+	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
-		cmdline, _ := os.ReadFile(p)
-		if strings.Contains(string(cmdline), dataDir) || strings.HasPrefix(string(cmdline), "/everynode-agent") {
-			left = append(left, "process "+filepath.Base(filepath.Dir(p))+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		if stat, _ := os.ReadFile(filepath.Join(p, "stat")); zombie(string(stat)) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		cgroups, _ := os.ReadFile(filepath.Join(p, "cgroup"))
+		if strings.Contains(string(cmdline), dataDir) || strings.Contains(string(cgroups), fmt.Sprintf("/everynode/%d/", port)) {
+			left = append(left, "process "+filepath.Base(p)+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
 	if len(left) > 0 {
 		t.Fatalf("the stopped sandbox left behind:\n%s", strings.Join(left, "\n"))
 	}
+}
+
+// zombie reports whether /proc/<pid>/stat says the process has exited (state Z).
+func zombie(stat string) bool {
+	i := strings.LastIndex(stat, ") ")
+	return i >= 0 && strings.HasPrefix(stat[i+2:], "Z")
 }
 
 // realWait is waitFor for a real node: containers take seconds, not milliseconds.
