@@ -75,7 +75,8 @@ func TestRealNodeKubelet(t *testing.T) {
 		setAgent(t, client, ns, "agent", func(c *v1.Container) {
 			c.Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("96Mi")}
 		})
-		waitAgentRolledOut(t, client, ns, "agent")
+		// The Progressing condition, not the status counters, waits for the resize.
+		waitProgressing(t, client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
 		after := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
 		if after.UID != before.UID || after.Status.ContainerStatuses[0].ContainerID != before.Status.ContainerStatuses[0].ContainerID {
 			t.Fatalf("the resize replaced the pod or its container")
@@ -138,14 +139,20 @@ func TestRealNodeKubelet(t *testing.T) {
 		if c := podCondition(*pod, v1.PodResizePending); c.Reason != v1.PodReasonDeferred {
 			t.Fatalf("the pod's PodResizePending condition is %+v; want Deferred", c)
 		}
-		// With room made, the kubelet resizes the pod, and the rollout ends.
+		// With room made, the kubelet resizes the pod, and the rollout ends. (The
+		// status counters, as kube-controller-manager counts them, call the pod
+		// updated and available all along: only the Progressing condition, which
+		// waits for the resize, says when the rollout is done.)
 		if err := client.CoreV1().Pods(ns).Delete(context.Background(), "hog", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitAgentRolledOut(t, client, ns, "agent")
-		after := waitAgentPod(t, client, ns, "agent", realnode.AgentImage1, 0)
-		if after.UID != before.UID || !after.Status.ContainerStatuses[0].Resources.Requests.Cpu().Equal(resource.MustParse("1")) {
-			t.Fatalf("after the hog went, pod %s (was %s) reports resources %v; want the same pod with 1 CPU", after.UID, before.UID, after.Status.ContainerStatuses[0].Resources)
+		waitProgressing(t, client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
+		after, err := client.CoreV1().Pods(ns).Get(context.Background(), before.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := after.Status.ContainerStatuses[0].Resources; after.UID != before.UID || r == nil || !r.Requests.Cpu().Equal(resource.MustParse("1")) {
+			t.Fatalf("after the hog went and the rollout ended, pod %s (was %s) reports resources %v; want the same pod with 1 CPU", after.UID, before.UID, r)
 		}
 	})
 
