@@ -51,7 +51,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Port, "port", c.Port, "Port of the API server on 127.0.0.1.")
 	fs.StringVar(&c.Controller, "controller", c.Controller, `DaemonSet controller to run: "everynode", "upstream" (kube-controller-manager's own), "companion" (kube-controller-manager's own with everynode in companion mode beside it, as on a managed cluster) or "none".`)
 	fs.IntVar(&c.ControllerWorkers, "workers", c.ControllerWorkers, "Workers of the everynode controller.")
-	fs.IntVar(&c.RealNodes, "real-nodes", c.RealNodes, fmt.Sprintf("Real nodes to run beside the simulated ones (--nodes): each a kubelet and a containerd from the host, running real containers from images the sandbox builds (everynode.local/agent:1, :2). Needs root and `%s`.", realnode.InstallCommand))
+	fs.IntVar(&c.RealNodes, "real-nodes", c.RealNodes, fmt.Sprintf("Real nodes to run beside the simulated ones (--nodes): each a kubelet and a containerd from the host, running real containers from images the sandbox builds (everynode.local/agent:1, :2). Needs root and, on Debian or Ubuntu, %q.", realnode.InstallCommand))
 	c.Sim.AddFlags(fs)
 }
 
