@@ -5,7 +5,7 @@ GO ?= go
 UNIT_PKGS := ./internal/daemon/... ./internal/controller/... ./internal/nodesim/... ./internal/inspect/... \
 	./internal/bench/... ./internal/component/... ./internal/sandbox/... ./internal/sandboxpath/... \
 	./internal/rolloutplan/... ./internal/dashboard/... ./internal/browsertest/... ./internal/gather/... \
-	./internal/realnode/...
+	./internal/realnode/... ./internal/chart/...
 LIGHT_PKGS := $(UNIT_PKGS) ./test/...
 # Packages that embed kube-apiserver, kube-scheduler, kube-controller-manager and
 # kubectl: their first build takes 15-20 minutes on a 2-core machine, and vetting them
@@ -20,10 +20,13 @@ VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(K8S_VERSION)))) \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
 
-# everynode, and beside it the static test agent that real nodes' images are built from.
+# everynode, and beside it what real nodes' images are built from: the static test
+# agent, and the static controller binary (as tools/image builds it) of everynode's
+# own image, which `sandbox --controller chart` installs.
 build:
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/everynode ./cmd/everynode
 	CGO_ENABLED=0 $(GO) build -o bin/everynode-agent ./cmd/everynode-agent
+	CGO_ENABLED=0 $(GO) build -tags nosandbox -trimpath -ldflags "-s -w" -o bin/everynode-controller ./cmd/everynode
 
 # Build, then start the sandbox in the foreground (Ctrl-C stops it).
 sandbox: build

@@ -25,7 +25,9 @@ the cluster.
 With --real-nodes N (as root, after installing containerd, runc and the CNI plugins),
 N real nodes run beside the simulated ones: each a kubelet and a containerd in a
 network namespace of its own, running real containers from images the sandbox builds
-offline (everynode.local/agent:1 and :2).`,
+offline (everynode.local/agent:1 and :2). With --controller chart (full mode) or
+chart-companion, everynode itself runs there, installed from its own Helm chart and
+image (everynode.local/everynode), 2 replicas electing a leader.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -18,29 +19,44 @@ import (
 type Image struct {
 	// Ref is the image's name, as pods name it (everynode.local/agent:1).
 	Ref string
-	// Entrypoint is the command it runs; Env its environment.
+	// Entrypoint and Cmd are the command it runs, Env its environment and User the
+	// user it runs as (empty: root).
 	Entrypoint []string
+	Cmd        []string
 	Env        []string
+	User       string
 }
 
-// The images every real node holds. They share one layer, the agent binary at
+// The images every real node holds. The agent's share one layer, the agent binary at
 // /everynode-agent; they differ in their configs, so each has its own image ID.
 const (
 	PauseImage  = "everynode.local/pause:1"
 	AgentImage1 = "everynode.local/agent:1"
 	AgentImage2 = "everynode.local/agent:2"
+	// ControllerRepository is the repository of everynode's own image, built from
+	// the static controller binary; its tag is the chart's appVersion.
+	ControllerRepository = "everynode.local/everynode"
 )
 
-// agentPath is where the agent binary lives in the images.
-const agentPath = "/everynode-agent"
+// Where the binaries live in the images.
+const (
+	AgentPath      = "/everynode-agent"
+	ControllerPath = "/everynode"
+)
 
 // Images are the images built from the agent binary.
 func Images() []Image {
 	return []Image{
-		{Ref: PauseImage, Entrypoint: []string{agentPath, "pause"}},
-		{Ref: AgentImage1, Entrypoint: []string{agentPath}, Env: []string{"AGENT_VERSION=1"}},
-		{Ref: AgentImage2, Entrypoint: []string{agentPath}, Env: []string{"AGENT_VERSION=2"}},
+		{Ref: PauseImage, Entrypoint: []string{AgentPath, "pause"}},
+		{Ref: AgentImage1, Entrypoint: []string{AgentPath}, Env: []string{"AGENT_VERSION=1"}},
+		{Ref: AgentImage2, Entrypoint: []string{AgentPath}, Env: []string{"AGENT_VERSION=2"}},
 	}
+}
+
+// ControllerImage is everynode's controller image tagged tag, as the project's image
+// builder (tools/image) makes it: the controller as a non-root user, no shell.
+func ControllerImage(tag string) Image {
+	return Image{Ref: ControllerRepository + ":" + tag, Entrypoint: []string{ControllerPath}, Cmd: []string{"controller"}, User: "65532:65532"}
 }
 
 // imageEpoch is the time recorded in every image, so that the same binary makes the
@@ -48,15 +64,14 @@ func Images() []Image {
 var imageEpoch = time.Unix(0, 0).UTC()
 
 // WriteArchive writes images, each with one layer holding the file at binary as
-// /everynode-agent, as one image archive in the format `docker save` writes (a
-// manifest.json naming each image's config and layers), which `ctr images import`
-// reads.
-func WriteArchive(w io.Writer, binary string, images []Image) error {
+// path, as one image archive in the format `docker save` writes (a manifest.json
+// naming each image's config and layers), which `ctr images import` reads.
+func WriteArchive(w io.Writer, binary, path string, images []Image) error {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
-		return fmt.Errorf("reading the agent binary: %w", err)
+		return fmt.Errorf("reading the binary of the node images: %w", err)
 	}
-	layer, err := layerTar(agentPath[1:], bin)
+	layer, err := layerTar(strings.TrimPrefix(path, "/"), bin)
 	if err != nil {
 		return err
 	}
@@ -97,7 +112,9 @@ func WriteArchive(w io.Writer, binary string, images []Image) error {
 func imageConfig(img Image, layerDigest string) ([]byte, error) {
 	type runConfig struct {
 		Entrypoint []string `json:"Entrypoint"`
+		Cmd        []string `json:"Cmd,omitempty"`
 		Env        []string `json:"Env,omitempty"`
+		User       string   `json:"User,omitempty"`
 	}
 	type rootfs struct {
 		Type    string   `json:"type"`
@@ -113,7 +130,7 @@ func imageConfig(img Image, layerDigest string) ([]byte, error) {
 		Architecture: runtime.GOARCH,
 		OS:           "linux",
 		Created:      imageEpoch,
-		Config:       runConfig{Entrypoint: img.Entrypoint, Env: img.Env},
+		Config:       runConfig{Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: img.Env, User: img.User},
 		RootFS:       rootfs{Type: "layers", DiffIDs: []string{layerDigest}},
 	})
 }

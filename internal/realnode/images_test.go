@@ -41,10 +41,10 @@ func TestWriteArchive_EachImageRunsTheAgentFromOneSharedLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first, second bytes.Buffer
-	if err := WriteArchive(&first, binary, Images()); err != nil {
+	if err := WriteArchive(&first, binary, AgentPath, Images()); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteArchive(&second, binary, Images()); err != nil {
+	if err := WriteArchive(&second, binary, AgentPath, Images()); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {
@@ -98,5 +98,43 @@ func TestWriteArchive_EachImageRunsTheAgentFromOneSharedLayer(t *testing.T) {
 	}
 	if len(configs) != 3 {
 		t.Errorf("the three images share configs (%d distinct): they would share an image ID", len(configs))
+	}
+}
+
+func TestWriteArchive_ControllerImageRunsTheControllerAsNonRoot(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "everynode")
+	if err := os.WriteFile(binary, []byte("#!controller"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img := ControllerImage("0.1.0")
+	if img.Ref != "everynode.local/everynode:0.1.0" {
+		t.Fatalf("controller image named %s", img.Ref)
+	}
+	var b bytes.Buffer
+	if err := WriteArchive(&b, binary, ControllerPath, []Image{img}); err != nil {
+		t.Fatal(err)
+	}
+	files := readArchive(t, b.Bytes())
+	var manifest []struct {
+		Config string
+		Layers []string
+	}
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 {
+		t.Fatalf("manifest %s: %v", files["manifest.json"], err)
+	}
+	var c struct {
+		Config struct {
+			Entrypoint, Cmd []string
+			User            string
+		}
+	}
+	if err := json.Unmarshal(files[manifest[0].Config], &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(append(c.Config.Entrypoint, c.Config.Cmd...), " "); got != "/everynode controller" || c.Config.User != "65532:65532" {
+		t.Errorf("the controller image runs %q as %q, want \"/everynode controller\" as 65532:65532", got, c.Config.User)
+	}
+	if layer := readArchive(t, files[manifest[0].Layers[0]]); string(layer["everynode"]) != "#!controller" {
+		t.Errorf("the controller image's layer holds %v, want /everynode with the binary", layer)
 	}
 }

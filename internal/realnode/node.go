@@ -27,8 +27,8 @@ type Options struct {
 	// Dir holds the node's files; LogDir its logs (<name>-containerd.log, ...).
 	Dir    string
 	LogDir string
-	// Images is the image archive to import (see WriteArchive).
-	Images string
+	// Images are the image archives to import (see WriteArchive).
+	Images []string
 	// ServiceIP is the kubernetes Service's cluster IP, where pods reach the API
 	// server (their KUBERNETES_SERVICE_HOST); "" for none.
 	ServiceIP string
@@ -91,8 +91,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err := n.startContainerd(ctx); err != nil {
 		return nil, err
 	}
-	if err := n.importImages(ctx, opts.Images); err != nil {
-		return nil, err
+	for _, archive := range opts.Images {
+		if err := n.importImages(ctx, archive); err != nil {
+			return nil, err
+		}
 	}
 	if err := n.startKubelet(ctx); err != nil {
 		return nil, err

@@ -83,14 +83,24 @@ func hasFilesystem(fs string) bool {
 
 // AgentBinary is the everynode-agent binary the node images are built from: the one
 // next to this binary, as `make build` leaves it.
-func AgentBinary() (string, error) {
+func AgentBinary() (string, error) { return besideSelf("everynode-agent", "real nodes need") }
+
+// ControllerBinary is the static controller binary everynode's own image is built
+// from, which `make build` writes next to this binary.
+func ControllerBinary() (string, error) {
+	return besideSelf("everynode-controller", "everynode's image needs")
+}
+
+// besideSelf is the path of the file name next to this binary; who says what needs
+// it when it is missing.
+func besideSelf(name, who string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(filepath.Dir(self), "everynode-agent")
+	path := filepath.Join(filepath.Dir(self), name)
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("real nodes need everynode-agent next to %s, which is missing: build both with `make build`", self)
+		return "", fmt.Errorf("%s %s next to %s, which is missing: build them with `make build`", who, name, self)
 	}
 	return path, nil
 }

@@ -24,3 +24,26 @@ func TestValidate_RealNodes(t *testing.T) {
 		}
 	}
 }
+
+func TestValidate_Controller(t *testing.T) {
+	for _, tc := range []struct {
+		controller string
+		realNodes  int
+		wantErr    string
+	}{
+		{"everynode", 0, ""},
+		{"none", 0, ""},
+		{"chart", 1, ""},
+		{"chart-companion", 2, ""},
+		{"chart", 0, "--controller chart runs everynode as a pod on a real node: add --real-nodes 1"},
+		{"chart-companion", 0, "--controller chart-companion runs everynode as a pod on a real node: add --real-nodes 1"},
+		{"kcm", 0, `--controller must be one of everynode, upstream, companion, none, chart, chart-companion, got "kcm"`},
+	} {
+		cfg := DefaultConfig()
+		cfg.Controller, cfg.RealNodes = tc.controller, tc.realNodes
+		err := cfg.Validate()
+		if (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
+			t.Errorf("--controller %s --real-nodes %d: got %v, want %q", tc.controller, tc.realNodes, err, tc.wantErr)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func (r *realNodes) start(ctx context.Context, cfg Config, p paths, cr credentia
 	if err != nil {
 		return err
 	}
-	archive, err := writeNodeImages(p)
+	archives, err := writeNodeImages(p, chartMode(cfg.Controller) != "")
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (r *realNodes) start(ctx context.Context, cfg Config, p paths, cr credentia
 			Token:     cr.token,
 			Dir:       p.join("real-nodes", realnode.NodeName(i)),
 			LogDir:    p.join("logs"),
-			Images:    archive,
+			Images:    archives,
 			ServiceIP: serviceIP,
 		})
 		if err != nil {
@@ -55,25 +55,51 @@ func (r *realNodes) start(ctx context.Context, cfg Config, p paths, cr credentia
 	return nil
 }
 
-// writeNodeImages builds the node images from the agent binary into the data dir.
-func writeNodeImages(p paths) (string, error) {
+// writeNodeImages builds the node images from the agent binary into the data dir
+// and, with controller set, everynode's own image from the controller binary, tagged
+// with the chart's appVersion, and returns the archives.
+func writeNodeImages(p paths, controller bool) ([]string, error) {
+	if err := os.MkdirAll(p.join("real-nodes"), 0o700); err != nil {
+		return nil, err
+	}
 	agent, err := realnode.AgentBinary()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	path := p.join("real-nodes", "images.tar")
-	if err := os.MkdirAll(p.join("real-nodes"), 0o700); err != nil {
-		return "", err
+	archives := []string{p.join("real-nodes", "images.tar")}
+	if err := writeArchive(archives[0], agent, realnode.AgentPath, realnode.Images()); err != nil {
+		return nil, err
 	}
-	f, err := os.Create(path)
+	if !controller {
+		return archives, nil
+	}
+	binary, err := realnode.ControllerBinary()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := realnode.WriteArchive(f, agent, realnode.Images()); err != nil {
+	c, err := loadChart()
+	if err != nil {
+		return nil, err
+	}
+	archives = append(archives, p.join("real-nodes", "everynode-image.tar"))
+	image := realnode.ControllerImage(c.Metadata.AppVersion)
+	if err := writeArchive(archives[1], binary, realnode.ControllerPath, []realnode.Image{image}); err != nil {
+		return nil, err
+	}
+	return archives, nil
+}
+
+// writeArchive writes images over binary, at path in them, to the archive file.
+func writeArchive(file, binary, path string, images []realnode.Image) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := realnode.WriteArchive(f, binary, path, images); err != nil {
 		f.Close()
-		return "", err
+		return err
 	}
-	return path, f.Close()
+	return f.Close()
 }
 
 // watch turns a real node's unexpected exit into the sandbox's error.
@@ -116,6 +142,12 @@ func (r *realNodes) stop(ctx context.Context) {
 	r.nodes = nil
 }
 
+// agentBuilt reports whether the agent binary the node images need was built.
+func agentBuilt() error {
+	_, err := realnode.AgentBinary()
+	return err
+}
+
 // runRealNodes starts the real nodes asked for, waits until they are Ready, and then
 // watches them. Without the host's prerequisites, it says what is missing through
 // warn and leaves the sandbox to its simulated nodes.
@@ -123,13 +155,16 @@ func runRealNodes(ctx context.Context, cfg Config, p paths, cr credentials, clie
 	if cfg.RealNodes == 0 {
 		return 0, nil
 	}
-	if err := realnode.CheckHost(); err != nil {
-		warn(err)
-		return 0, nil
-	}
-	if _, err := realnode.AgentBinary(); err != nil {
-		warn(err)
-		return 0, nil
+	// Without the host's prerequisites the simulated nodes still run, unless the
+	// controller itself is to run on a real node.
+	for _, check := range []func() error{realnode.CheckHost, agentBuilt} {
+		if err := check(); err != nil {
+			if chartMode(cfg.Controller) != "" {
+				return 0, fmt.Errorf("--controller %s: %w", cfg.Controller, err)
+			}
+			warn(err)
+			return 0, nil
+		}
 	}
 	// A node restarted on the same data dir is registered, and may still show Ready,
 	// from before: it counts once its kubelet has reported since.

@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 	}
 	kcm.Stateless = true
 	children = append(children, kcm)
-	if cfg.Controller == ControllerUpstream || cfg.Controller == ControllerCompanion {
+	if cfg.Controller == ControllerUpstream || cfg.Controller == ControllerCompanion || cfg.Controller == ControllerChartCompanion {
 		ds, err := startChild(ctx, p, "daemonset-controller", "kube-controller-manager", upstreamDaemonSetArgs(kubeconfig))
 		if err != nil {
 			return err
@@ -149,6 +149,12 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) error {
 			return err
 		}
 		logger.V(1).Info("Nodes Ready", "simulated", cfg.Sim.Nodes, "real", realUp, "elapsed", time.Since(start).Round(time.Millisecond))
+		if mode := chartMode(cfg.Controller); mode != "" {
+			if err := installChart(gctx, restCfg, client, mode); err != nil {
+				return err
+			}
+			logger.V(1).Info("Chart installed", "namespace", ChartNamespace, "mode", mode, "elapsed", time.Since(start).Round(time.Millisecond))
+		}
 		if hooks.Ready != nil {
 			hooks.Ready(kubeconfig, realUp)
 		}

@@ -69,7 +69,12 @@ func (r *replica) writes() int64 {
 
 // leaseHolder is the identity holding the everynode Lease ("" for none).
 func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
-	lease, err := client.CoordinationV1().Leases("kube-system").Get(ctx, "everynode", metav1.GetOptions{})
+	return leaseHolderIn(ctx, client, "kube-system")
+}
+
+// leaseHolderIn is the identity holding the everynode Lease in ns ("" for none).
+func leaseHolderIn(ctx context.Context, client kubernetes.Interface, ns string) string {
+	lease, err := client.CoordinationV1().Leases(ns).Get(ctx, "everynode", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		return ""
 	}

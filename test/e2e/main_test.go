@@ -99,8 +99,13 @@ func startSandbox() (func(), error) {
 	return stop, nil
 }
 
+// controllerImageFlags build the controller binary of everynode's image, as `make
+// build` and tools/image do: the controller alone, static, stripped.
+var controllerImageFlags = []string{"-tags", "nosandbox", "-trimpath", "-ldflags", "-s -w"}
+
 // buildEverynode builds, into dir, what `make build` builds: everynode, reporting the
-// Kubernetes version go.mod names, and beside it the static agent real nodes run.
+// Kubernetes version go.mod names, and beside it the static agent real nodes run and
+// the static controller binary everynode's own image holds.
 func buildEverynode(dir string) error {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
 	if err != nil {
@@ -121,6 +126,7 @@ func buildEverynode(dir string) error {
 	}{
 		{"everynode", "github.com/everynode/everynode/cmd/everynode", nil, []string{"-ldflags", ldflags}},
 		{"everynode-agent", "github.com/everynode/everynode/cmd/everynode-agent", []string{"CGO_ENABLED=0"}, nil},
+		{"everynode-controller", "github.com/everynode/everynode/cmd/everynode", []string{"CGO_ENABLED=0"}, controllerImageFlags},
 	} {
 		args := append(append([]string{"build"}, b.flags...), "-o", filepath.Join(dir, b.out), b.pkg)
 		build := exec.Command("go", args...)

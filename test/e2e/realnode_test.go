@@ -203,6 +203,13 @@ func waitAgentPod(t *testing.T, client kubernetes.Interface, ns, name, image str
 // cgroup under the one that carries the pod's UID.
 func agentProcess(t *testing.T, port int, pod v1.Pod) int {
 	t.Helper()
+	return podProcess(t, port, pod, realnode.AgentPath)
+}
+
+// podProcess finds the process running the binary at exe in the real node's
+// cgroups: in a container cgroup under the one that carries the pod's UID.
+func podProcess(t *testing.T, port int, pod v1.Pod, exe string) int {
+	t.Helper()
 	root := filepath.Join("/sys/fs/cgroup/memory/everynode", fmt.Sprint(port), realnode.NodeName(1), "kubepods")
 	var found int
 	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
@@ -212,14 +219,14 @@ func agentProcess(t *testing.T, port int, pod v1.Pod) int {
 		procs, _ := os.ReadFile(filepath.Join(path, "cgroup.procs"))
 		for _, f := range strings.Fields(string(procs)) {
 			cmdline, _ := os.ReadFile(filepath.Join("/proc", f, "cmdline"))
-			if strings.HasPrefix(string(cmdline), "/everynode-agent\x00") {
+			if strings.HasPrefix(string(cmdline), exe+"\x00") {
 				fmt.Sscan(f, &found)
 			}
 		}
 		return nil
 	})
 	if found == 0 {
-		t.Fatalf("no everynode-agent process in a cgroup of pod %s under %s", pod.UID, root)
+		t.Fatalf("no %s process in a cgroup of pod %s under %s", exe, pod.UID, root)
 	}
 	return found
 }

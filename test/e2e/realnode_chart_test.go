@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/everynode/everynode/internal/nodesim"
+	"github.com/everynode/everynode/internal/realnode"
+	"github.com/everynode/everynode/internal/sandbox"
+)
+
+// TestRealNodeChart is the chart's end-to-end test: `everynode sandbox --real-nodes 1
+// --controller chart` (full mode) and `chart-companion` install everynode from
+// charts/everynode with its own image, 2 replicas on the real node. A DaemonSet on the
+// simulated nodes is rolled out, and mid-rollout the leading replica's process is
+// killed (SIGKILL, as the kernel's OOM killer or a crash would): the other replica
+// takes the Lease within the Lease's bounds and finishes the rollout, the budget
+// (one node at a time) held throughout, watched pod by pod.
+func TestRealNodeChart(t *testing.T) {
+	realNodesWanted(t)
+	for _, tc := range []struct {
+		controller string
+		daemonSet  func(ns string, nodes map[string]string) *apps.DaemonSet
+	}{
+		{controller: sandbox.ControllerChart, daemonSet: func(ns string, nodes map[string]string) *apps.DaemonSet {
+			return daemonSet(ns, "agent", nodes)
+		}},
+		{controller: sandbox.ControllerChartCompanion, daemonSet: func(ns string, nodes map[string]string) *apps.DaemonSet {
+			ds := companionDaemonSet(ns, nil)
+			ds.Spec.Template.Spec.NodeSelector = nodes
+			return ds
+		}},
+	} {
+		t.Run(tc.controller, func(t *testing.T) {
+			rn := newRealNodeSandbox(t, []string{"sandbox", "--nodes", "4", "--real-nodes", "1", "--controller", tc.controller})
+			sb := rn.start(t)
+			client, ctx := rn.client, context.Background()
+			leaseDuration, retryPeriod := chartReplicasOnTheRealNode(t, client)
+			leader, identity := chartLeader(t, client, "")
+			t.Logf("replica %s leads", leader.Name)
+
+			// A DaemonSet on the simulated nodes, slow enough (minReadySeconds 2, one
+			// node at a time) for the kill to land mid-rollout.
+			simulated := map[string]string{nodesim.LabelSimulated: "true"}
+			nodes := labelledNodes(t, client, simulated)
+			ns := realNamespace(t, client)
+			ds := tc.daemonSet(ns, simulated)
+			ds.Spec.MinReadySeconds = 2
+			if _, err := client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c := &companionCluster{client: client, nodes: nodes}
+			c.waitAllOn(t, ns, 1)
+
+			w := watchInvariantsOf(t, client, ns, "app=agent", maxNodesWithoutReadyPod(nodes, 1), maxLivePodsPerNode(1))
+			mutateDaemonSet(t, client, ns, "agent", func(ds *apps.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = imageV2 })
+			pollUntil(t, "the rollout to start", func(ctx context.Context) (bool, error) {
+				return rolledOutNodes(ctx, client, ns, 2) >= 1, nil
+			})
+			if n := rolledOutNodes(ctx, client, ns, 2); n >= len(nodes) {
+				t.Fatalf("the rollout finished (%d nodes) before the leader could be killed mid-way", n)
+			}
+			pid := podProcess(t, rn.port, leader, realnode.ControllerPath)
+			killed := time.Now()
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			// Both the other replica and the killed one's container, which the kubelet
+			// restarts at once, stand for the Lease when it expires: either may win it.
+			next, _ := chartLeader(t, client, identity)
+			took := time.Since(killed)
+			c.waitAllOn(t, ns, 2)
+			w.stop(t)
+			who := "the other replica"
+			if next.Name == leader.Name {
+				who = "the killed replica's restarted container"
+			}
+			t.Logf("%s (%s) took the Lease %v after replica %s's process was killed", who, next.Name, took.Round(time.Millisecond), leader.Name)
+			// As in TestFailoverKilledLeaderIsReplaced: a lease duration after the last
+			// renewal the standby saw, on its next try (a retry period plus up to 1.2
+			// times as much jitter), which can come one try after the leader's last
+			// renewal; two seconds more for polling and API round trips.
+			if limit := leaseDuration + 2*retryPeriod*22/10 + 2*time.Second; took > limit {
+				t.Errorf("the standby took the Lease %v after the leader was killed, want within %v", took.Round(time.Millisecond), limit)
+			}
+
+			// The killed container is restarted in its pod.
+			realWait(t, "the killed replica to run again, Ready", func(ctx context.Context) (bool, error) {
+				pod, err := client.CoreV1().Pods(sandbox.ChartNamespace).Get(ctx, leader.Name, metav1.GetOptions{})
+				if err != nil || len(pod.Status.ContainerStatuses) != 1 {
+					return false, err
+				}
+				s := pod.Status.ContainerStatuses[0]
+				return s.RestartCount == 1 && s.Ready, nil
+			})
+			for _, pod := range []v1.Pod{leader, next} {
+				logs, err := client.CoreV1().Pods(sandbox.ChartNamespace).GetLogs(pod.Name, &v1.PodLogOptions{}).DoRaw(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(strings.ToLower(string(logs)), "forbidden") {
+					t.Errorf("replica %s was refused something its chart's RBAC should allow:\n%s", pod.Name, logs)
+				}
+			}
+			// Stopped, the sandbox leaves none of the chart's containers behind.
+			sb.stop()
+			checkNoRealNodeLeft(t, rn.port, rn.dataDir)
+		})
+	}
+}
+
+// chartReplicasOnTheRealNode checks that the chart's Deployment runs 2 Ready
+// replicas of everynode's own image, both on the real node, and returns the Lease
+// timings its container was given.
+func chartReplicasOnTheRealNode(t *testing.T, client kubernetes.Interface) (leaseDuration, retryPeriod time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := client.AppsV1().Deployments(sandbox.ChartNamespace).Get(ctx, sandbox.ChartRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the chart's Deployment: %v", err)
+	}
+	if d.Status.AvailableReplicas != 2 {
+		t.Fatalf("the sandbox was ready with %d of the chart's replicas available, want 2", d.Status.AvailableReplicas)
+	}
+	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(arg, "--leader-elect-lease-duration="); ok {
+			leaseDuration, err = time.ParseDuration(v)
+		}
+		if v, ok := strings.CutPrefix(arg, "--leader-elect-retry-period="); ok {
+			retryPeriod, err = time.ParseDuration(v)
+		}
+		if err != nil {
+			t.Fatalf("the chart's container argument %s: %v", arg, err)
+		}
+	}
+	if leaseDuration == 0 || retryPeriod == 0 {
+		t.Fatalf("the chart's container has no Lease timings: %v", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	pods, err := client.CoreV1().Pods(sandbox.ChartNamespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		image := pod.Status.ContainerStatuses[0].Image
+		if pod.Spec.NodeName != realnode.NodeName(1) || !strings.HasPrefix(image, realnode.ControllerRepository+":") {
+			t.Errorf("the chart's pod %s runs %s on %s, want everynode's image on %s", pod.Name, image, pod.Spec.NodeName, realnode.NodeName(1))
+		}
+	}
+	if len(pods.Items) != 2 {
+		t.Fatalf("the chart's Deployment has %d pods, want 2", len(pods.Items))
+	}
+	return leaseDuration, retryPeriod
+}
+
+// chartLeader waits until a replica of the chart holds the Lease under an identity
+// other than not, and returns its pod and identity.
+func chartLeader(t *testing.T, client kubernetes.Interface, not string) (v1.Pod, string) {
+	t.Helper()
+	var pod *v1.Pod
+	var holder string
+	realWait(t, fmt.Sprintf("a replica other than %q to hold the Lease", not), func(ctx context.Context) (bool, error) {
+		holder = leaseHolderIn(ctx, client, sandbox.ChartNamespace)
+		// client-go's identity for a pod: its hostname (the pod's name), "_", a UUID
+		// of the process.
+		name, _, ok := strings.Cut(holder, "_")
+		if !ok || holder == not {
+			return false, nil
+		}
+		p, err := client.CoreV1().Pods(sandbox.ChartNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pod = p
+		return true, nil
+	})
+	return *pod, holder
+}
+
+// labelledNodes are the names of the nodes carrying labels.
+func labelledNodes(t *testing.T, client kubernetes.Interface, labels map[string]string) []string {
+	t.Helper()
+	list, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: labels})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	return names
+}
