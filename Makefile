@@ -62,10 +62,9 @@ NODES ?= 100
 faults:
 	EVERYNODE_FAULT_NODES=$(NODES) $(GO) test -count=1 -timeout 60m -v -run '^TestFaults$$' ./test/e2e/
 
-# The modules of tools/ (each its own, so that Helm's and go-containerregistry's
-# dependencies stay out of everynode's): vetted, and the image builder's test run.
+# tools/image, a module of its own (so that go-containerregistry's dependencies stay
+# out of everynode's): vetted, and its test run.
 tools:
-	cd tools/chart && $(GO) vet ./...
 	cd tools/image && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # A short run of every fuzz test; their seed corpora, in testdata/fuzz, also run with

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -18,26 +17,33 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/everynode/everynode/charts"
+	"github.com/everynode/everynode/internal/chart"
 	"github.com/everynode/everynode/internal/component"
 )
 
-// renderChart renders charts/everynode with Helm's Go library (tools/chart, a module
-// of its own) for a release in namespace with the given --set values.
-func renderChart(t *testing.T, namespace string, sets ...string) string {
+// renderChart renders charts/everynode as the sandbox does (internal/chart, Helm's
+// own library) for a release in namespace with the given values, and returns it as
+// one manifest.
+func renderChart(t *testing.T, namespace string, values map[string]any) string {
 	t.Helper()
-	args := []string{"run", ".", "--chart", filepath.Join("..", "..", "charts", "everynode"), "--namespace", namespace, "--release", "everynode"}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join(repoRoot, "tools", "chart")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	c, err := chart.Load(charts.Everynode())
 	if err != nil {
-		t.Fatalf("rendering the chart (%v): %v\n%s", sets, err, stderr.String())
+		t.Fatal(err)
 	}
-	return string(out)
+	objs, err := chart.Render(c, "everynode", namespace, values)
+	if err != nil {
+		t.Fatalf("rendering the chart (%v): %v", values, err)
+	}
+	var docs []string
+	for _, o := range objs {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	return strings.Join(docs, "---\n")
 }
 
 // renderedDeployment is the Deployment of a rendered manifest.
@@ -75,7 +81,7 @@ func TestChartInstallsEachMode(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			releaseNS := "everynode-" + tc.mode
-			manifest := renderChart(t, releaseNS, "mode="+tc.mode, "image.tag=e2e")
+			manifest := renderChart(t, releaseNS, map[string]any{"mode": tc.mode, "image": map[string]any{"tag": "e2e"}})
 			dir, client, _ := ownSandbox(t, tc.sandboxController, 2)
 			if _, err := client.CoreV1().Namespaces().Create(context.Background(), namespaceObject(releaseNS), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
