@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,7 +42,7 @@ func TestRealNodeChart(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.controller, func(t *testing.T) {
-			rn := newRealNodeSandbox(t, []string{"sandbox", "--nodes", "4", "--real-nodes", "1", "--controller", tc.controller})
+			rn := newRealNodeSandbox(t, readmeChartSandbox(t, tc.controller))
 			sb := rn.start(t)
 			client, ctx := rn.client, context.Background()
 			leaseDuration, retryPeriod := chartReplicasOnTheRealNode(t, client)
@@ -116,6 +117,28 @@ func TestRealNodeChart(t *testing.T) {
 			checkNoRealNodeLeft(t, rn.port, rn.dataDir)
 		})
 	}
+}
+
+// readmeChartSandbox returns the arguments of the README's command that starts a
+// sandbox with everynode installed from its chart, with --controller set to
+// controller.
+func readmeChartSandbox(t *testing.T, controller string) []string {
+	t.Helper()
+	for _, c := range readmeCommands(t, filepath.Join(repoRoot, "README.md"), realNodeSection) {
+		rest, ok := strings.CutPrefix(c, "bin/everynode sandbox ")
+		if !ok || !strings.Contains(rest, "--controller "+sandbox.ControllerChart) {
+			continue
+		}
+		args := append([]string{"sandbox"}, strings.Fields(rest)...)
+		for i := range args[:len(args)-1] {
+			if args[i] == "--controller" {
+				args[i+1] = controller
+			}
+		}
+		return args
+	}
+	t.Fatalf("the README's %q section has no `bin/everynode sandbox ... --controller %s` command", realNodeSection, sandbox.ControllerChart)
+	return nil
 }
 
 // chartReplicasOnTheRealNode checks that the chart's Deployment runs 2 Ready
