@@ -28,6 +28,9 @@ type Behaviour struct {
 	RestartEvery time.Duration
 	// Failures are the container failures the pod plays.
 	Failures []Failure
+	// StopAfter, when positive, is how long the containers take to stop once the
+	// pod is deleted (0: the node's stop delay).
+	StopAfter time.Duration
 }
 
 // Recovery is how long a crashed pod stays not Ready before its containers run again.
@@ -78,6 +81,13 @@ func parseBehaviour(annotations map[string]string, readyDelay time.Duration) (b 
 			b.RestartEvery = d
 		}
 	}
+	if s, ok := annotations[AnnotationStopAfter]; ok {
+		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive duration such as 3s", AnnotationStopAfter, s))
+		} else {
+			b.StopAfter = d
+		}
+	}
 	if s, ok := annotations[AnnotationFail]; ok {
 		if fs, err := parseFailures(s); err != nil {
 			errs = append(errs, err)
@@ -92,7 +102,7 @@ func parseBehaviour(annotations map[string]string, readyDelay time.Duration) (b 
 // parsed again only when one of them changes.
 func behaviourSignature(annotations map[string]string) string {
 	var sb strings.Builder
-	for _, k := range []string{AnnotationReadyAfter, AnnotationPhase, AnnotationReady, AnnotationRestartEvery, AnnotationFail} {
+	for _, k := range []string{AnnotationReadyAfter, AnnotationPhase, AnnotationReady, AnnotationRestartEvery, AnnotationFail, AnnotationStopAfter} {
 		if v, ok := annotations[k]; ok {
 			sb.WriteString(strconv.Quote(v))
 		}

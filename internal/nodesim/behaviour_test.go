@@ -35,6 +35,8 @@ func TestParseBehaviour(t *testing.T) {
 		{"restart-every invalid is ignored", map[string]string{AnnotationRestartEvery: "often"}, Behaviour{ReadyAfter: delay}, 1},
 		{"fail", map[string]string{AnnotationFail: "app=OOMKilled"}, Behaviour{ReadyAfter: delay, Failures: []Failure{{Container: "app", Reason: FailOOMKilled}}}, 0},
 		{"fail invalid is ignored", map[string]string{AnnotationFail: "Crash"}, Behaviour{ReadyAfter: delay}, 1},
+		{"stop-after", map[string]string{AnnotationStopAfter: "3s"}, Behaviour{ReadyAfter: delay, StopAfter: 3 * time.Second}, 0},
+		{"stop-after zero is ignored", map[string]string{AnnotationStopAfter: "0s"}, Behaviour{ReadyAfter: delay}, 1},
 		{"knobs combine; one bad one does not spoil the rest", map[string]string{
 			AnnotationReadyAfter: "1m", AnnotationReady: "false", AnnotationRestartEvery: "10s", AnnotationPhase: "Paused",
 		}, Behaviour{ReadyAfter: time.Minute, NeverReady: true, RestartEvery: 10 * time.Second}, 1},

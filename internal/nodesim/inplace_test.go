@@ -149,10 +149,23 @@ func TestResizeShowsInTheStatus(t *testing.T) {
 		t.Fatalf("status resources %v, want the CPU request alone", r)
 	}
 	in.Pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("300m")
-	live(in, 5*time.Second)
+	// The resize takes a moment: the container still runs with 100m, its allocation
+	// is already 300m, and the pod says a resize is in progress.
+	d := live(in, 5*time.Second)
 	cs := in.Pod.Status.ContainerStatuses[0]
+	if c := podCondition(in.Pod, v1.PodResizeInProgress); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("during the resize the pod's conditions are %+v; want PodResizeInProgress True", in.Pod.Status.Conditions)
+	}
+	if cs.Resources.Requests.Cpu().String() != "100m" || cs.AllocatedResources.Cpu().String() != "300m" || d.RequeueAfter != resizeTime {
+		t.Errorf("during the resize: resources %v, allocated %v, requeued after %v; want 100m, 300m and %v", cs.Resources, cs.AllocatedResources, d.RequeueAfter, resizeTime)
+	}
+	live(in, 5*time.Second+resizeTime)
+	cs = in.Pod.Status.ContainerStatuses[0]
 	if cs.Resources.Requests.Cpu().String() != "300m" || cs.RestartCount != 0 || !podReady(&in.Pod.Status) {
 		t.Errorf("after the resize: %+v; want 300m reported, no restart, still Ready", cs)
+	}
+	if c := podCondition(in.Pod, v1.PodResizeInProgress); c != nil {
+		t.Errorf("after the resize the pod still shows %+v", c)
 	}
 	if in.Pod.Status.ContainerStatuses[1].Resources != nil {
 		t.Errorf("a container asking for nothing reports %v", in.Pod.Status.ContainerStatuses[1].Resources)

@@ -25,6 +25,13 @@ const (
 	// a short recovery of min(1s, interval/2).
 	AnnotationRestartEvery = "sim.everynode.dev/restart-every"
 
+	// AnnotationStopAfter on a Pod: a duration; how long its containers take to stop
+	// once the pod is deleted (as a program that finishes its work after SIGTERM).
+	// The pod goes after the shorter of this and its grace period, as a kubelet
+	// kills what is still running when the grace ends. Without it the node's
+	// --pod-stop-delay applies.
+	AnnotationStopAfter = "sim.everynode.dev/stop-after"
+
 	// AnnotationReadyRequires on a Node: a label selector; the node stays NotReady
 	// (network not ready, as a kubelet whose CNI plugin has not started) until a pod
 	// matching it is Running there. It replaces Config.NodeReadyRequires for that

@@ -60,7 +60,11 @@ const (
 func decidePod(in podInput, now time.Time) podDecision {
 	pod := in.Pod
 	if pod.DeletionTimestamp != nil {
-		return decideRemoval(pod, in.StopDelay, now)
+		stop := in.StopDelay
+		if in.Behaviour.StopAfter > 0 {
+			stop = in.Behaviour.StopAfter
+		}
+		return decideRemoval(in, stop, now)
 	}
 	if isTerminal(pod.Status.Phase) {
 		// Never revive a pod that finished, whoever finished it.
@@ -78,6 +82,9 @@ func decidePod(in podInput, now time.Time) podDecision {
 	status := buildStatus(in, stage, restarts, start, now)
 	d := podDecision{RequeueAfter: next}
 	if r := restartingUntil(&status, in.Behaviour.ReadyAfter, now); r > 0 && (d.RequeueAfter == 0 || r < d.RequeueAfter) {
+		d.RequeueAfter = r
+	}
+	if r := resizingUntil(&status, now); r > 0 && (d.RequeueAfter == 0 || r < d.RequeueAfter) {
 		d.RequeueAfter = r
 	}
 	if !apiequality.Semantic.DeepEqual(&status, &pod.Status) {
@@ -107,21 +114,6 @@ func schedule(b Behaviour, elapsed time.Duration) (podStage, int32, time.Duratio
 		return stageCrashed, int32(crashes), b.Recovery() - into
 	}
 	return stageRunning, int32(crashes), every - into
-}
-
-// decideRemoval removes a pod being deleted once the shorter of its grace period
-// and stopDelay has passed since the deletion was asked for.
-func decideRemoval(pod *v1.Pod, stopDelay time.Duration, now time.Time) podDecision {
-	var grace time.Duration
-	if pod.DeletionGracePeriodSeconds != nil {
-		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-	}
-	requested := pod.DeletionTimestamp.Add(-grace)
-	at := requested.Add(min(grace, stopDelay))
-	if now.Before(at) {
-		return podDecision{RequeueAfter: at.Sub(now)}
-	}
-	return podDecision{Delete: true}
 }
 
 func isTerminal(phase v1.PodPhase) bool {

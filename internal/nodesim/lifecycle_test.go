@@ -38,6 +38,17 @@ func live(in podInput, at ...time.Duration) podDecision {
 	return d
 }
 
+// runThenDelete runs the pod from t0 until Ready, then deletes it with grace
+// seconds, its deletion timestamp at deadline from t0.
+func runThenDelete(in *podInput, deadline time.Duration, grace int64) {
+	running := live(*in, 0, in.Behaviour.ReadyAfter)
+	if running.Status != nil {
+		in.Pod.Status = *running.Status
+	}
+	in.Pod.DeletionTimestamp = &metav1.Time{Time: t0.Add(deadline)}
+	in.Pod.DeletionGracePeriodSeconds = ptr.To(grace)
+}
+
 func podCondition(pod *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == t {
@@ -237,25 +248,63 @@ func TestDecidePod(t *testing.T) {
 			want: want{requeue: 500 * time.Millisecond, noWrite: true},
 		},
 		{
-			name: "being deleted: removed once the stop delay passed",
+			name: "being deleted: its containers stopped, the pod ends Succeeded",
 			beh:  Behaviour{ReadyAfter: sec},
 			setup: func(in *podInput) {
-				in.Pod.DeletionTimestamp = &metav1.Time{Time: t0.Add(32 * sec)}
-				in.Pod.DeletionGracePeriodSeconds = ptr.To[int64](30)
+				runThenDelete(in, 32*sec, 30)
 			},
 			at:   []time.Duration{3 * sec},
-			want: want{delete: true, noWrite: true},
+			want: want{phase: v1.PodSucceeded, requeue: 500 * time.Millisecond},
+			verify: func(t *testing.T, pod *v1.Pod) {
+				if s := pod.Status.ContainerStatuses[0].State.Terminated; s == nil || s.ExitCode != 0 || s.Reason != reasonCompleted {
+					t.Errorf("container state = %+v, want terminated Completed, exit 0", pod.Status.ContainerStatuses[0].State)
+				}
+			},
 		},
 		{
-			name: "being deleted: a grace period shorter than the stop delay wins",
+			name: "being deleted: removed a moment after it ended",
+			beh:  Behaviour{ReadyAfter: sec},
+			setup: func(in *podInput) {
+				runThenDelete(in, 32*sec, 30)
+			},
+			at:   []time.Duration{3 * sec, 3500 * time.Millisecond},
+			want: want{phase: v1.PodSucceeded, noWrite: true, delete: true},
+		},
+		{
+			name: "being deleted: a grace period shorter than the stop delay wins: killed, Failed",
 			beh:  Behaviour{ReadyAfter: sec},
 			setup: func(in *podInput) {
 				in.StopDelay = time.Minute
-				in.Pod.DeletionTimestamp = &metav1.Time{Time: t0.Add(4 * sec)}
-				in.Pod.DeletionGracePeriodSeconds = ptr.To[int64](2)
+				runThenDelete(in, 4*sec, 2)
 			},
 			at:   []time.Duration{4 * sec},
-			want: want{delete: true, noWrite: true},
+			want: want{phase: v1.PodFailed, requeue: sec},
+			verify: func(t *testing.T, pod *v1.Pod) {
+				if s := pod.Status.ContainerStatuses[0].State.Terminated; s == nil || s.ExitCode != exitKilled || s.Reason != reasonError {
+					t.Errorf("container state = %+v, want terminated Error, exit 137", pod.Status.ContainerStatuses[0].State)
+				}
+				if c := podCondition(pod, v1.ContainersReady); c == nil || c.Status != v1.ConditionFalse {
+					t.Errorf("ContainersReady = %+v, want False", c)
+				}
+			},
+		},
+		{
+			name: "being deleted: stop-after replaces the node's stop delay",
+			beh:  Behaviour{ReadyAfter: sec, StopAfter: 3 * sec},
+			setup: func(in *podInput) {
+				runThenDelete(in, 32*sec, 30)
+			},
+			at:   []time.Duration{4 * sec},
+			want: want{phase: v1.PodRunning, ready: true, requeue: sec, noWrite: true},
+		},
+		{
+			name: "being deleted: the grace period cuts stop-after short",
+			beh:  Behaviour{ReadyAfter: sec, StopAfter: 10 * sec},
+			setup: func(in *podInput) {
+				runThenDelete(in, 4*sec, 2)
+			},
+			at:   []time.Duration{4 * sec, 5 * sec},
+			want: want{phase: v1.PodFailed, delete: true, noWrite: true},
 		},
 		{
 			name: "being deleted: a finished pod is removed too",

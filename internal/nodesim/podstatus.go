@@ -96,6 +96,7 @@ func buildStatus(in podInput, stage podStage, restarts int32, start, now time.Ti
 		reportResources(&st.ContainerStatuses[i], &pod.Spec.Containers[i])
 	}
 	setPodConditions(&st, in, stage == stageEnded, stuck, stamp)
+	applyResize(&st, &pod.Status, pod.Generation, now)
 	return st
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/everynode/everynode/internal/nodesim"
 	"github.com/everynode/everynode/internal/realnode"
@@ -28,6 +29,8 @@ type fidelityScenario struct {
 	template func(*v1.PodTemplateSpec)
 	// then changes the template once both pods are settled (nil: no change).
 	then func(*v1.PodTemplateSpec)
+	// remove deletes both pods once settled and compares their ends.
+	remove bool
 	// settled tells when a node's pod shows the behaviour.
 	settled func(v1.Pod) bool
 }
@@ -102,6 +105,39 @@ func TestRealNodeFidelity(t *testing.T) {
 			settled: waiting("ImagePullBackOff"),
 		},
 		{
+			name: "resources are resized in place",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Spec.Containers[0].Resources = guaranteed("100m", "64Mi")
+			},
+			then: func(p *v1.PodTemplateSpec) { p.Spec.Containers[0].Resources = guaranteed("200m", "96Mi") },
+			settled: func(p v1.Pod) bool {
+				if !running(p) || p.Status.ContainerStatuses[0].Resources == nil {
+					return false
+				}
+				return p.Status.ContainerStatuses[0].Resources.Requests.Cpu().MilliValue() == 200
+			},
+		},
+		{
+			name: "a pod is deleted and its container takes 3s to stop",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Annotations = map[string]string{nodesim.AnnotationStopAfter: "3s"}
+				p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "AGENT_STOP_DELAY", Value: "3s"}}
+			},
+			remove:  true,
+			settled: running,
+		},
+		{
+			name: "a pod is deleted and its container is killed at the end of a 2s grace",
+			template: func(p *v1.PodTemplateSpec) {
+				p.Annotations = map[string]string{nodesim.AnnotationStopAfter: "10s"}
+				p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "AGENT_STOP_DELAY", Value: "10s"}}
+			},
+			remove:  true,
+			settled: running,
+		},
+		{
 			name: "a readiness probe fails",
 			template: func(p *v1.PodTemplateSpec) {
 				p.Annotations = map[string]string{nodesim.AnnotationReady: "false"}
@@ -129,19 +165,39 @@ func TestRealNodeFidelity(t *testing.T) {
 				sc.template(&ds.Spec.Template)
 			}
 			createAgent(t, client, ds)
-			if sc.then != nil {
+			switch {
+			case sc.then != nil:
 				first := waitBothSettled(t, client, ns, running)
+				rec := recordPods(t, client, ns)
 				updateTemplate(t, client, ns, sc.then)
 				second := waitBothSettled(t, client, ns, sc.settled)
+				facts := map[string]map[string]string{}
 				for node, pod := range second {
 					if pod.UID != first[node].UID {
 						t.Errorf("on %s the change replaced the pod", node)
 					}
+					facts[node] = podFacts(pod)
+					facts[node]["conditions seen"] = rec.seenConditions(pod.UID)
 				}
-				table.add(sc.name, second)
-				return
+				table.addFacts(sc.name, facts)
+			case sc.remove:
+				pods := waitBothSettled(t, client, ns, sc.settled)
+				rec := recordPods(t, client, ns)
+				deleted := map[string]time.Time{}
+				for node, pod := range pods {
+					if err := client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					deleted[node] = time.Now()
+				}
+				facts := map[string]map[string]string{}
+				for node, pod := range pods {
+					facts[node] = removalFacts(rec, t, pod, deleted[node])
+				}
+				table.addFacts(sc.name, facts)
+			default:
+				table.add(sc.name, waitBothSettled(t, client, ns, sc.settled))
 			}
-			table.add(sc.name, waitBothSettled(t, client, ns, sc.settled))
 		})
 	}
 	path := filepath.Join(artifactsDir(t), "fidelity.md")
@@ -230,6 +286,9 @@ func podFacts(p v1.Pod) map[string]string {
 		f["imageID"] = imageIDForm(s.ImageID)
 		f["allocatedResources set"] = fmt.Sprint(len(s.AllocatedResources) > 0)
 		f["resources set"] = fmt.Sprint(s.Resources != nil)
+		if s.Resources != nil {
+			f["resources"] = fmt.Sprintf("requests %v, limits %v", resourceText(s.Resources.Requests), resourceText(s.Resources.Limits))
+		}
 	}
 	return f
 }
@@ -245,6 +304,23 @@ func readyDelay(p v1.Pod) string {
 		return "under 5s"
 	}
 	return "5s or more"
+}
+
+// resourceText renders CPU and memory quantities, as "cpu=200m memory=96Mi".
+func resourceText(l v1.ResourceList) string {
+	var parts []string
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		if q, ok := l[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// guaranteed are requests and limits of cpu and memory, equal.
+func guaranteed(cpu, memory string) v1.ResourceRequirements {
+	l := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
+	return v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
 }
 
 func reasonSuffix(reason string) string {
@@ -292,7 +368,12 @@ type fidelityTable struct{ rows []fidelityRow }
 type fidelityRow struct{ scenario, field, real, sim string }
 
 func (t *fidelityTable) add(scenario string, pods map[string]v1.Pod) {
-	real, sim := podFacts(pods["real"]), podFacts(pods["simulated"])
+	t.addFacts(scenario, map[string]map[string]string{"real": podFacts(pods["real"]), "simulated": podFacts(pods["simulated"])})
+}
+
+// addFacts adds the facts of a scenario by kind of node ("real", "simulated").
+func (t *fidelityTable) addFacts(scenario string, facts map[string]map[string]string) {
+	real, sim := facts["real"], facts["simulated"]
 	var fields []string
 	for k := range real {
 		fields = append(fields, k)
