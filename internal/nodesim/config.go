@@ -19,6 +19,10 @@ type Config struct {
 	PodReadyDelay time.Duration
 	// PodStopDelay caps how long a pod being deleted lingers before it is removed.
 	PodStopDelay time.Duration
+	// CrashLoopBackOff is how long a crash-looping container waits before its
+	// second restart, doubling after each later crash up to 5 minutes, as the
+	// kubelet's back-off; 0 restarts it after a short recovery every time.
+	CrashLoopBackOff time.Duration
 	// LeaseInterval is how often each node's Lease is renewed: 1s to 20s (half
 	// the lease duration).
 	LeaseInterval time.Duration
@@ -37,8 +41,10 @@ const (
 	DefaultNodes         = 3
 	DefaultPodReadyDelay = time.Second
 	DefaultPodStopDelay  = time.Second
-	DefaultLeaseInterval = 10 * time.Second
-	DefaultWorkers       = 4
+	// DefaultCrashLoopBackOff is the kubelet's initial back-off.
+	DefaultCrashLoopBackOff = 10 * time.Second
+	DefaultLeaseInterval    = 10 * time.Second
+	DefaultWorkers          = 4
 )
 
 // maxLeaseInterval keeps a lease valid across a renewal that comes half an
@@ -55,12 +61,13 @@ const MaxNodes = 1 << 15
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Nodes:         DefaultNodes,
-		PodReadyDelay: DefaultPodReadyDelay,
-		PodStopDelay:  DefaultPodStopDelay,
-		LeaseInterval: DefaultLeaseInterval,
-		Clock:         clock.RealClock{},
-		Workers:       DefaultWorkers,
+		Nodes:            DefaultNodes,
+		PodReadyDelay:    DefaultPodReadyDelay,
+		PodStopDelay:     DefaultPodStopDelay,
+		CrashLoopBackOff: DefaultCrashLoopBackOff,
+		LeaseInterval:    DefaultLeaseInterval,
+		Clock:            clock.RealClock{},
+		Workers:          DefaultWorkers,
 	}
 }
 
@@ -72,6 +79,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"how long a pod on a simulated node stays Pending before it is Running and Ready (per pod: annotation "+AnnotationReadyAfter+")")
 	fs.DurationVar(&c.PodStopDelay, "pod-stop-delay", c.PodStopDelay,
 		"longest time a deleted pod on a simulated node lingers before it is removed (never longer than its grace period)")
+	fs.DurationVar(&c.CrashLoopBackOff, "crash-loop-backoff", c.CrashLoopBackOff,
+		"how long a crash-looping container on a simulated node waits before its second restart, doubling after each later crash up to 5m, as the kubelet's back-off (0: restart after a short recovery every time; per pod: annotation "+AnnotationRestartEvery+" sets how long each run lasts)")
 	fs.StringVar(&c.NodeReadyRequires, "node-ready-requires", c.NodeReadyRequires,
 		"label selector: keep each simulated node NotReady (network not ready) until a pod matching it runs there, as a CNI agent does (per node: annotation "+AnnotationReadyRequires+")")
 }
@@ -87,6 +96,9 @@ func (c Config) Validate() error {
 	}
 	if c.PodStopDelay < 0 {
 		errs = append(errs, fmt.Errorf("pod stop delay must not be negative, got %v", c.PodStopDelay))
+	}
+	if c.CrashLoopBackOff < 0 {
+		errs = append(errs, fmt.Errorf("crash loop back-off must not be negative, got %v", c.CrashLoopBackOff))
 	}
 	if c.LeaseInterval != 0 && (c.LeaseInterval < minLeaseInterval || c.LeaseInterval > maxLeaseInterval) {
 		errs = append(errs, fmt.Errorf("lease interval must be 0 (the default) or between %v and %v, got %v", minLeaseInterval, maxLeaseInterval, c.LeaseInterval))

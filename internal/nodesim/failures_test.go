@@ -143,7 +143,7 @@ func TestDecidePodFailures(t *testing.T) {
 		},
 		{
 			name: "OOMKilled: the named container is killed for memory every 2s by default, the other runs on",
-			fail: []Failure{{Container: "app", Reason: FailOOMKilled}}, at: []time.Duration{0, sec, 3 * sec, 4 * sec, 5 * sec},
+			fail: []Failure{{Container: "app", Reason: FailOOMKilled}}, at: []time.Duration{0, sec, 3 * sec, 4 * sec, 6 * sec},
 			verify: func(t *testing.T, pod *v1.Pod, _ podDecision) {
 				app, log := pod.Status.ContainerStatuses[0], pod.Status.ContainerStatuses[1]
 				last := app.LastTerminationState.Terminated
@@ -179,7 +179,7 @@ func TestDecidePodFailures(t *testing.T) {
 						t.Errorf("status = %+v", cs)
 					}
 				}
-				if d.RequeueAfter != 9*sec {
+				if d.RequeueAfter != 10*sec {
 					t.Errorf("requeue = %v", d.RequeueAfter)
 				}
 			},

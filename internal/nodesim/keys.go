@@ -20,9 +20,12 @@ const (
 	// once its ready delay has passed.
 	AnnotationPhase = "sim.everynode.dev/phase"
 
-	// AnnotationRestartEvery on a Pod: a duration (at least 1s); every interval the
-	// pod's containers crash, restartCount grows by one and the pod is not Ready for
-	// a short recovery of min(1s, interval/2).
+	// AnnotationRestartEvery on a Pod: a duration (at least 1s); each run of the
+	// pod's containers lasts that long, then they crash, restartCount grows by one
+	// and the pod is not Ready until they restart: after a short recovery of
+	// min(1s, interval/2) the first time, then after the node's crash-loop back-off
+	// (Config.CrashLoopBackOff, doubling after each crash up to 5m), as the kubelet
+	// restarts them.
 	AnnotationRestartEvery = "sim.everynode.dev/restart-every"
 
 	// AnnotationStopAfter on a Pod: a duration; how long its containers take to stop

@@ -19,6 +19,9 @@ type podInput struct {
 	NodeReady bool
 	// StopDelay caps how long a pod being deleted lingers.
 	StopDelay time.Duration
+	// CrashLoopBackOff is the pause before a crash-looping container's second
+	// restart, doubled after each later crash (0: a short recovery every time).
+	CrashLoopBackOff time.Duration
 	// PullFails: the node cannot pull images, so a container given a new image in
 	// place never runs it (inplace.go).
 	PullFails bool
@@ -74,7 +77,7 @@ func decidePod(in podInput, now time.Time) podDecision {
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	stage, restarts, next := schedule(in.Behaviour, now.Sub(start))
+	stage, restarts, next := schedule(in.Behaviour, in.CrashLoopBackOff, now.Sub(start))
 	if stage != stagePending && in.Behaviour.waitsForever(pod) {
 		// A container that never starts: past its first try, nothing changes.
 		stage, restarts, next = stageRunning, 0, 0
@@ -94,9 +97,12 @@ func decidePod(in podInput, now time.Time) podDecision {
 }
 
 // schedule places a pod that started elapsed ago on the timeline its behaviour
-// describes: its stage, how often its containers restarted, and how long until
-// the stage next changes (0: never).
-func schedule(b Behaviour, elapsed time.Duration) (podStage, int32, time.Duration) {
+// describes: its stage, how often its containers restarted, and how long until the
+// stage next changes (0: never). A crash-looping container runs for its interval,
+// crashes, and is restarted after a pause: a short recovery after its first crash,
+// then the back-off (doubling from backoff after each crash, up to
+// maxCrashLoopBackOff), as the kubelet restarts it.
+func schedule(b Behaviour, backoff, elapsed time.Duration) (podStage, int32, time.Duration) {
 	if elapsed < b.ReadyAfter {
 		return stagePending, 0, b.ReadyAfter - elapsed
 	}
@@ -107,13 +113,48 @@ func schedule(b Behaviour, elapsed time.Duration) (podStage, int32, time.Duratio
 	if every <= 0 {
 		return stageRunning, 0, 0
 	}
-	running := elapsed - b.ReadyAfter
-	crashes := running / every
-	into := running - crashes*every
-	if crashes > 0 && into < b.Recovery() {
-		return stageCrashed, int32(crashes), b.Recovery() - into
+	// t is the time since the container's current run started, after crashes.
+	t := elapsed - b.ReadyAfter
+	var crashes int32
+	for {
+		down := b.pauseAfter(crashes+1, backoff)
+		if down == b.pauseAfter(crashes+2, backoff) {
+			// From here on every run lasts every and every pause down.
+			period := every + down
+			n := t / period
+			crashes += int32(n)
+			if t -= n * period; t < every {
+				return stageRunning, crashes, every - t
+			}
+			return stageCrashed, crashes + 1, period - t
+		}
+		if t < every {
+			return stageRunning, crashes, every - t
+		}
+		t -= every
+		crashes++
+		if t < down {
+			return stageCrashed, crashes, down - t
+		}
+		t -= down
 	}
-	return stageRunning, int32(crashes), every - into
+}
+
+// maxCrashLoopBackOff is the longest the kubelet waits to restart a crashed
+// container.
+const maxCrashLoopBackOff = 5 * time.Minute
+
+// pauseAfter is how long the containers stay down after their nth crash: the
+// recovery after the first, then backoff doubled after each crash, capped.
+func (b Behaviour) pauseAfter(n int32, backoff time.Duration) time.Duration {
+	if n < 2 || backoff <= 0 {
+		return b.Recovery()
+	}
+	d := backoff
+	for i := int32(2); i < n && d < maxCrashLoopBackOff; i++ {
+		d *= 2
+	}
+	return max(b.Recovery(), min(d, maxCrashLoopBackOff))
 }
 
 func isTerminal(phase v1.PodPhase) bool {

@@ -188,7 +188,7 @@ func TestDecidePod(t *testing.T) {
 		},
 		{
 			name: "restart-every: a later crash raises restartCount and waits in CrashLoopBackOff",
-			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 11 * sec, 12 * sec, 21 * sec},
+			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 11 * sec, 12 * sec, 22 * sec},
 			want: want{phase: v1.PodRunning, restarts: 2, requeue: sec},
 			verify: func(t *testing.T, pod *v1.Pod) {
 				cs := pod.Status.ContainerStatuses[0]
@@ -200,7 +200,7 @@ func TestDecidePod(t *testing.T) {
 		{
 			name: "restart-every: Ready again after the recovery",
 			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 11 * sec, 12 * sec},
-			want: want{phase: v1.PodRunning, ready: true, restarts: 1, requeue: 9 * sec},
+			want: want{phase: v1.PodRunning, ready: true, restarts: 1, requeue: 10 * sec},
 			verify: func(t *testing.T, pod *v1.Pod) {
 				cs := pod.Status.ContainerStatuses[0]
 				if cs.State.Running == nil || !cs.State.Running.StartedAt.Time.Equal(t0.Add(12*sec)) || cs.LastTerminationState.Terminated.ExitCode != 1 {
@@ -211,7 +211,7 @@ func TestDecidePod(t *testing.T) {
 		{
 			name: "restart-every: a late look counts every missed restart",
 			beh:  Behaviour{ReadyAfter: sec, RestartEvery: 10 * sec}, at: []time.Duration{0, sec, 35 * sec},
-			want: want{phase: v1.PodRunning, ready: true, restarts: 3, requeue: 6 * sec},
+			want: want{phase: v1.PodRunning, ready: true, restarts: 3, requeue: 9 * sec},
 		},
 		{
 			name: "nothing changed: no write",
@@ -428,26 +428,37 @@ func TestDecidePod(t *testing.T) {
 func TestSchedule(t *testing.T) {
 	sec := time.Second
 	crash := Behaviour{ReadyAfter: 2 * sec, RestartEvery: 10 * sec}
+	const backoff = 10 * time.Second
 	tests := []struct {
 		name     string
 		beh      Behaviour
+		backoff  time.Duration
 		elapsed  time.Duration
 		stage    podStage
 		restarts int32
 		next     time.Duration
 	}{
-		{"pending until the ready delay", Behaviour{ReadyAfter: 2 * sec}, sec, stagePending, 0, sec},
-		{"running after it, nothing to wait for", Behaviour{ReadyAfter: 2 * sec}, 2 * sec, stageRunning, 0, 0},
-		{"end phase after the delay", Behaviour{ReadyAfter: 2 * sec, EndPhase: v1.PodFailed}, 2 * sec, stageEnded, 0, 0},
-		{"crash loop: first run", crash, 5 * sec, stageRunning, 0, 7 * sec},
-		{"crash loop: crashed", crash, 12 * sec, stageCrashed, 1, sec},
-		{"crash loop: recovering", crash, 12*sec + 999*time.Millisecond, stageCrashed, 1, time.Millisecond},
-		{"crash loop: recovered", crash, 13 * sec, stageRunning, 1, 9 * sec},
-		{"crash loop: tenth crash", crash, 102 * sec, stageCrashed, 10, sec},
+		{"pending until the ready delay", Behaviour{ReadyAfter: 2 * sec}, backoff, sec, stagePending, 0, sec},
+		{"running after it, nothing to wait for", Behaviour{ReadyAfter: 2 * sec}, backoff, 2 * sec, stageRunning, 0, 0},
+		{"end phase after the delay", Behaviour{ReadyAfter: 2 * sec, EndPhase: v1.PodFailed}, backoff, 2 * sec, stageEnded, 0, 0},
+		// Without a back-off: each run lasts 10s, each pause the 1s recovery.
+		{"crash loop: first run", crash, 0, 5 * sec, stageRunning, 0, 7 * sec},
+		{"crash loop: crashed", crash, 0, 12 * sec, stageCrashed, 1, sec},
+		{"crash loop: recovering", crash, 0, 12*sec + 999*time.Millisecond, stageCrashed, 1, time.Millisecond},
+		{"crash loop: recovered", crash, 0, 13 * sec, stageRunning, 1, 10 * sec},
+		{"crash loop: tenth crash", crash, 0, 111 * sec, stageCrashed, 10, sec},
+		// With the kubelet's back-off: restarted at once (after the recovery) after
+		// the first crash, then after 10s, 20s, 40s … up to 5 minutes.
+		{"back-off: first crash, recovering", crash, backoff, 12 * sec, stageCrashed, 1, sec},
+		{"back-off: second run", crash, backoff, 13 * sec, stageRunning, 1, 10 * sec},
+		{"back-off: second crash waits 10s", crash, backoff, 25 * sec, stageCrashed, 2, 8 * sec},
+		{"back-off: third run", crash, backoff, 33 * sec, stageRunning, 2, 10 * sec},
+		{"back-off: third crash waits 20s", crash, backoff, 50 * sec, stageCrashed, 3, 13 * sec},
+		{"back-off: capped at 5 minutes", crash, backoff, 702 * sec, stageCrashed, 8, 291 * sec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stage, restarts, next := schedule(tt.beh, tt.elapsed)
+			stage, restarts, next := schedule(tt.beh, tt.backoff, tt.elapsed)
 			if stage != tt.stage || restarts != tt.restarts || next != tt.next {
 				t.Errorf("schedule = (%v, %d, %v), want (%v, %d, %v)", stage, restarts, next, tt.stage, tt.restarts, tt.next)
 			}

@@ -44,6 +44,8 @@ func (s *Simulator) syncPod(ctx context.Context, key string) (time.Duration, err
 		Behaviour: s.behaviours.of(klog.FromContext(ctx), key, pod),
 		HostIP:    internalIP(node),
 		StopDelay: s.cfg.PodStopDelay,
+		// The kubelet's back-off, as the node's configuration sets it.
+		CrashLoopBackOff: s.cfg.CrashLoopBackOff,
 	}
 	in.NodeReady, _ = nodeReadyKnob(node)
 	if fs, err := nodeFailures(node); err == nil && len(fs) > 0 {
