@@ -19,7 +19,8 @@
 //	              waits for — an ordered chain: joining nodes and surge pairs, then the
 //	              budget, the holds (holds.go, failure.go), the replacement of old pods
 //	              (replace.go, inplace.go, hostport.go) and the conclusion (conclude.go:
-//	              revision marks, rollback, the status and its Progressing condition)
+//	              revision marks, rollback, the status and its Progressing condition,
+//	              stored as conditions.go says)
 //
 // Full mode (Decide) runs every stage. Companion mode (DecideUpdate) runs the update
 // stage alone over the placement another controller keeps (see CompanionManages).
