@@ -45,7 +45,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 			pruneErr = fmt.Errorf("deleting old revision %s: %w", r.Name, err)
 		}
 	}
-	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeCondition(ctx, ds, key, p.Progressing))
+	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeConditions(ctx, ds, key, p.Conditions))
 	c.metrics.observeWaiting(ds, p.Waiting)
 	c.metrics.observeProgressing(ds, progressingAfter(ds, p))
 	for _, e := range p.Events {
@@ -187,8 +187,8 @@ func failedBefore(deletes []daemon.PodDelete, node string) int {
 // progressingAfter is the DaemonSet's Progressing condition once the Plan is
 // applied: the one it writes, else the one it has.
 func progressingAfter(ds *apps.DaemonSet, p *daemon.Plan) *apps.DaemonSetCondition {
-	if p.Progressing != nil {
-		return p.Progressing
+	if c := daemon.Condition(p.Conditions, daemon.ConditionProgressing); c != nil {
+		return c
 	}
 	status := &ds.Status
 	if p.Status != nil {

@@ -87,16 +87,17 @@ func (c *Controller) rollBack(ctx context.Context, ds *apps.DaemonSet, key strin
 	return nil
 }
 
-// writeCondition stores one condition of the DaemonSet's status on its own: a
+// writeConditions stores conditions of the DaemonSet's status on their own: a
 // strategic merge patch of the status's conditions, which merge by type, touches no
-// counter and no other condition. Companion mode stores its Progressing condition so:
-// the cluster's own DaemonSet controller writes the rest of the status with
-// resourceVersion preconditions, so neither write can undo the other.
-func (c *Controller) writeCondition(ctx context.Context, ds *apps.DaemonSet, key string, cond *apps.DaemonSetCondition) error {
-	if cond == nil {
+// counter and no other condition. Companion mode stores the rollout's conditions so
+// (and full mode its ControllerConflict): the cluster's own DaemonSet controller
+// writes the rest of the status with resourceVersion preconditions, so neither
+// write can undo the other.
+func (c *Controller) writeConditions(ctx context.Context, ds *apps.DaemonSet, key string, conds []apps.DaemonSetCondition) error {
+	if len(conds) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []apps.DaemonSetCondition{*cond}}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (c *Controller) writeCondition(ctx context.Context, ds *apps.DaemonSet, key
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("writing the %s condition: %w", cond.Type, err)
+		return fmt.Errorf("writing the %s condition: %w", conds[0].Type, err)
 	}
 	c.written.note(key, ds.ResourceVersion, written)
 	return nil

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,11 +65,16 @@ func (h *harness) checkOnlyConditionPatches(w companionWrites) {
 	if w.podCreates != 0 || w.statusUpdates != 0 {
 		h.t.Errorf("companion mode created %d pods and updated the status %d times; both are the other controller's", w.podCreates, w.statusUpdates)
 	}
+	want := []string{string(daemon.ConditionProgressing), string(daemon.ConditionReconciling), string(daemon.ConditionStalled)}
 	for _, body := range w.statusPatches {
 		status, _ := body["status"].(map[string]any)
 		conds, _ := status["conditions"].([]any)
-		if len(body) != 1 || len(status) != 1 || len(conds) != 1 || conds[0].(map[string]any)["type"] != string(daemon.ConditionProgressing) {
-			h.t.Errorf("companion mode patched the status with %v; want the Progressing condition alone", body)
+		var types []string
+		for _, c := range conds {
+			types = append(types, fmt.Sprint(c.(map[string]any)["type"]))
+		}
+		if len(body) != 1 || len(status) != 1 || !slices.Equal(types, want) {
+			h.t.Errorf("companion mode patched the status with %v; want the rollout's conditions %v alone", body, want)
 		}
 	}
 }

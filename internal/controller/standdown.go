@@ -30,7 +30,7 @@ func (c *Controller) standDown(ctx context.Context, ds *apps.DaemonSet, key stri
 		w.Manager, w.What, fix)
 	cond := &apps.DaemonSetCondition{Type: ConditionControllerConflict, Status: v1.ConditionTrue, Reason: ReasonControllerConflict,
 		Message: msg, LastTransitionTime: metav1.NewTime(c.clock.Now())}
-	if err := c.writeCondition(ctx, ds, key, cond); err != nil {
+	if err := c.writeConditions(ctx, ds, key, []apps.DaemonSetCondition{*cond}); err != nil {
 		return err
 	}
 	c.recorder.Event(ds, v1.EventTypeWarning, ReasonControllerConflict, msg)

@@ -78,7 +78,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	logger.V(level).Info("Synced DaemonSet",
 		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash, "incremental", incremental, "nodesLooked", looked,
 		"creates", len(plan.Creates), "deletes", len(plan.Deletes), "updatesInPlace", len(plan.Updates),
-		"statusWritten", plan.Status != nil || plan.Progressing != nil, "requeueAfter", plan.RequeueAfter,
+		"statusWritten", plan.Status != nil || len(plan.Conditions) > 0, "requeueAfter", plan.RequeueAfter,
 		"applyTime", c.clock.Since(start), "err", err)
 	return plan.RequeueAfter, err
 }

@@ -131,11 +131,11 @@ func TestDecideUpdate(t *testing.T) {
 				t.Errorf("companion mode planned a write that is the other controller's: %+v", p)
 			}
 			gotReason := Reason("")
-			if p.Progressing != nil {
-				gotReason = Reason(p.Progressing.Reason)
+			if c := Condition(p.Conditions, ConditionProgressing); c != nil {
+				gotReason = Reason(c.Reason)
 			}
 			if gotReason != tt.reason {
-				t.Errorf("Progressing = %v, want reason %q", p.Progressing, tt.reason)
+				t.Errorf("conditions = %v, want Progressing's reason %q", p.Conditions, tt.reason)
 			}
 			if (p.Rollback != nil) != tt.rollback {
 				t.Errorf("rollback = %v, want %v", p.Rollback, tt.rollback)
@@ -159,29 +159,29 @@ func TestDecideUpdate(t *testing.T) {
 func TestDecideUpdateWritesTheConditionOnlyWhenItChanges(t *testing.T) {
 	ds := companionDS("1", AnnotationPaused, "true")
 	first := DecideUpdate(companionCluster(ds))
-	if first.Progressing == nil || Reason(first.Progressing.Reason) != ReasonPaused {
-		t.Fatalf("first decision wrote %v, want a Paused condition", first.Progressing)
+	if c := Condition(first.Conditions, ConditionProgressing); c == nil || Reason(c.Reason) != ReasonPaused || len(first.Conditions) != 3 {
+		t.Fatalf("first decision wrote %v, want a Paused condition with Reconciling and Stalled", first.Conditions)
 	}
 	stored := ds.DeepCopy()
 	stored.Status.NumberReady = 4 // the other controller's counters: kept as they are
-	stored.Status.Conditions = []apps.DaemonSetCondition{*first.Progressing}
+	stored.Status.Conditions = slices.Clone(first.Conditions)
 	again := DecideUpdate(companionCluster(stored))
-	if again.Progressing != nil || len(again.Events) > 0 {
-		t.Errorf("an unchanged condition was written again: %v, events %v", again.Progressing, again.Events)
+	if again.Conditions != nil || len(again.Events) > 0 {
+		t.Errorf("unchanged conditions were written again: %v, events %v", again.Conditions, again.Events)
 	}
 	if stored.Status.Conditions[0].Reason != string(ReasonPaused) || stored.Status.NumberReady != 4 {
 		t.Errorf("DecideUpdate changed its input: %+v", stored.Status)
 	}
 	delete(stored.Annotations, AnnotationPaused)
 	resumed := DecideUpdate(companionCluster(stored))
-	if resumed.Progressing == nil || Reason(resumed.Progressing.Reason) != ReasonRollingOut || !slices.Equal(eventReasons(resumed), []string{string(ReasonRollingOut)}) {
-		t.Errorf("resumed: condition %v, events %v; want RollingOut with its event", resumed.Progressing, eventReasons(resumed))
+	if c := Condition(resumed.Conditions, ConditionProgressing); c == nil || Reason(c.Reason) != ReasonRollingOut || !slices.Equal(eventReasons(resumed), []string{string(ReasonRollingOut)}) {
+		t.Errorf("resumed: conditions %v, events %v; want RollingOut with its event", resumed.Conditions, eventReasons(resumed))
 	}
 }
 
 // One update stage serves both modes: over a placement with nothing to do, full
 // mode (Decide) and companion mode (DecideUpdate) delete the same old pods, mark the
-// same revisions, roll back alike and store the same Progressing condition.
+// same revisions, roll back alike and store the same rollout conditions.
 func TestDecideUpdateIsDecidesUpdateStage(t *testing.T) {
 	states := map[string]struct {
 		ds    *apps.DaemonSet
@@ -214,12 +214,12 @@ func TestDecideUpdateIsDecidesUpdateStage(t *testing.T) {
 		if !reflect.DeepEqual(full.MarkRevisions, companion.MarkRevisions) || !reflect.DeepEqual(full.Rollback, companion.Rollback) {
 			t.Errorf("%s: marks or rollback differ: full %v %v, companion %v %v", name, full.MarkRevisions, full.Rollback, companion.MarkRevisions, companion.Rollback)
 		}
-		var fullCond *apps.DaemonSetCondition
+		var fullConds []apps.DaemonSetCondition
 		if full.Status != nil {
-			fullCond = Progressing(full.Status)
+			fullConds = full.Status.Conditions
 		}
-		if !reflect.DeepEqual(fullCond, companion.Progressing) {
-			t.Errorf("%s: full mode stores condition %+v, companion mode %+v", name, fullCond, companion.Progressing)
+		if !reflect.DeepEqual(fullConds, companion.Conditions) {
+			t.Errorf("%s: full mode stores conditions %+v, companion mode %+v", name, fullConds, companion.Conditions)
 		}
 	}
 }

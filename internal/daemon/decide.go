@@ -45,7 +45,7 @@ func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
 
 // DecideUpdate is Decide for companion mode: the update stage alone, over the pods and
 // revisions another controller placed and recorded. Its Plan holds only pod deletes,
-// revision marks, a rollback, the Progressing condition (in Progressing, never in
+// revision marks, a rollback, the rollout's conditions (in Conditions, never in
 // Status) and events; it never creates a pod or a revision, adopts or releases
 // anything, or counts pods into the status.
 func DecideUpdate(s *Snapshot) Plan {
@@ -128,7 +128,7 @@ func decide(s *Snapshot) (Plan, *decision) {
 	p.PruneRevisions = hp.prune(ds, claimed)
 	p.Status = nextStatus(ds, pl.counts, s.InFlight.Empty(), ds.Status.CollisionCount)
 	if concluded {
-		p.Status = statusWithProgressing(ds, p.Status, cond, &p)
+		p.Status = statusWithConditions(ds, p.Status, cond, &p)
 	}
 	p.RequeueAfter = d.requeueAfter()
 	p.Waiting = d.waitCounts()
@@ -176,7 +176,7 @@ func decideUpdate(s *Snapshot) (Plan, *decision) {
 	d.settled = s.InFlight.Empty()
 	if d.settled {
 		if cond, ran := d.update.update(pl.counts, &p); ran && cond != nil {
-			p.Progressing = progressingChange(ds, cond, &p)
+			p.Conditions = conditionsChange(ds, cond, &p)
 		}
 	}
 	finishPodChanges(s, &p)

@@ -82,8 +82,8 @@ func Explain(s *Snapshot) Report {
 	pol := policyOf(s, companion)
 	r.Policy, r.Problems = pol, pol.Problems
 	switch {
-	case p.Progressing != nil:
-		r.Progressing = p.Progressing
+	case len(p.Conditions) > 0:
+		r.Progressing = Condition(p.Conditions, ConditionProgressing)
 	case p.Status != nil:
 		r.Progressing = Progressing(p.Status)
 	default:

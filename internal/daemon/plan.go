@@ -104,10 +104,11 @@ type Plan struct {
 	PruneRevisions []*apps.ControllerRevision
 	// Status is the status to store, or nil when it is unchanged.
 	Status *apps.DaemonSetStatus
-	// Progressing, set only by DecideUpdate (companion mode), is the Progressing
-	// condition to store on its own — the other controller keeps the rest of the
-	// status — or nil when it is unchanged.
-	Progressing *apps.DaemonSetCondition
+	// Conditions, set only by DecideUpdate (companion mode), are the rollout's
+	// conditions (Progressing, Reconciling, Stalled; see conditions.go) to store on
+	// their own — the other controller keeps the rest of the status — or nil when
+	// they are unchanged.
+	Conditions []apps.DaemonSetCondition
 	// Events are to be recorded on the DaemonSet.
 	Events []Event
 	// RequeueAfter, when positive, asks for another look after that long even if
@@ -172,7 +173,7 @@ func (p *Plan) Writes() int {
 	n := len(p.Adopt) + len(p.Release) + len(p.AdoptRevisions) + len(p.ReleaseRevisions) +
 		len(p.LabelRevisions) + len(p.Relabel) + len(p.DedupRevisions) +
 		len(p.Deletes) + len(p.Creates) + len(p.Updates) + len(p.PruneRevisions) + len(p.MarkRevisions)
-	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil, p.Progressing != nil, p.Rollback != nil} {
+	for _, w := range []bool{p.CreateRevision != nil, p.RenumberRevision != nil, p.Status != nil, len(p.Conditions) > 0, p.Rollback != nil} {
 		if w {
 			n++
 		}
