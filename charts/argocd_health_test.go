@@ -1,96 +1,32 @@
-package charts
+package charts_test
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"testing"
-	"time"
 
-	lua "github.com/yuin/gopher-lua"
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/everynode/everynode/charts"
+	"github.com/everynode/everynode/internal/gitops"
 )
 
 // The chart's Argo CD health check (files/argocd-health.lua), run as Argo CD runs a
-// health check from argocd-cm by default: a Lua state with only the package, base
-// and table libraries (its safe os subset is left out here: the script needs none),
-// a second to finish, and the object as Argo CD decodes it.
+// health check from argocd-cm by default (see internal/gitops).
 
-type health struct{ Status, Message string }
+type health = gitops.Health
+
+func healthOf(status, message string) health { return health{Status: status, Message: message} }
 
 func argoHealth(t *testing.T, ds *apps.DaemonSet) health {
 	t.Helper()
-	script, err := fs.ReadFile(Everynode(), "files/argocd-health.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := runHealthLua(string(script), obj)
+	h, err := gitops.ArgoCDHealth(ds)
 	if err != nil {
 		t.Fatalf("the health check failed in Argo CD's sandbox: %v", err)
 	}
 	return h
-}
-
-func runHealthLua(script string, obj map[string]any) (health, error) {
-	l := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer l.Close()
-	for name, open := range map[string]lua.LGFunction{lua.LoadLibName: lua.OpenPackage, lua.BaseLibName: lua.OpenBase, lua.TabLibName: lua.OpenTable} {
-		if err := l.CallByParam(lua.P{Fn: l.NewFunction(open), Protect: true}, lua.LString(name)); err != nil {
-			return health{}, err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	l.SetContext(ctx)
-	l.SetGlobal("obj", luaValue(l, obj))
-	if err := l.DoString(script); err != nil {
-		return health{}, err
-	}
-	ret, ok := l.Get(-1).(*lua.LTable)
-	if !ok {
-		return health{}, fmt.Errorf("returned %s, want a table", l.Get(-1).Type())
-	}
-	h := health{Status: lua.LVAsString(ret.RawGetString("status")), Message: lua.LVAsString(ret.RawGetString("message"))}
-	switch h.Status {
-	case "Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown":
-		return h, nil
-	}
-	return health{}, fmt.Errorf("returned the health status %q, which Argo CD does not know", h.Status)
-}
-
-// luaValue converts an unstructured object as Argo CD does: maps and lists to
-// tables, every number to a Lua number.
-func luaValue(l *lua.LState, v any) lua.LValue {
-	switch v := v.(type) {
-	case bool:
-		return lua.LBool(v)
-	case string:
-		return lua.LString(v)
-	case int64:
-		return lua.LNumber(v)
-	case float64:
-		return lua.LNumber(v)
-	case []any:
-		t := l.CreateTable(len(v), 0)
-		for _, x := range v {
-			t.Append(luaValue(l, x))
-		}
-		return t
-	case map[string]any:
-		t := l.CreateTable(0, len(v))
-		for k, x := range v {
-			t.RawSetString(k, luaValue(l, x))
-		}
-		return t
-	}
-	return lua.LNil
 }
 
 // argoBuiltin is Argo CD's built-in DaemonSet health (gitops-engine,
@@ -100,13 +36,13 @@ func argoBuiltin(ds *apps.DaemonSet) health {
 	s := ds.Status
 	switch {
 	case ds.Generation > s.ObservedGeneration:
-		return health{"Progressing", "Waiting for rollout to finish: observed daemon set generation less than desired generation"}
+		return healthOf("Progressing", "Waiting for rollout to finish: observed daemon set generation less than desired generation")
 	case ds.Spec.UpdateStrategy.Type == apps.OnDeleteDaemonSetStrategyType:
-		return health{"Healthy", fmt.Sprintf("daemon set %d out of %d new pods have been updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}
+		return healthOf("Healthy", fmt.Sprintf("daemon set %d out of %d new pods have been updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled))
 	case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
-		return health{"Progressing", fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d out of %d new pods have been updated...", ds.Name, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}
+		return healthOf("Progressing", fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d out of %d new pods have been updated...", ds.Name, s.UpdatedNumberScheduled, s.DesiredNumberScheduled))
 	case s.NumberAvailable < s.DesiredNumberScheduled:
-		return health{"Progressing", fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d of %d updated pods are available...", ds.Name, s.NumberAvailable, s.DesiredNumberScheduled)}
+		return healthOf("Progressing", fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d of %d updated pods are available...", ds.Name, s.NumberAvailable, s.DesiredNumberScheduled))
 	}
 	return health{Status: "Healthy"}
 }
@@ -176,35 +112,35 @@ func TestArgoHealth_Managed(t *testing.T) {
 	}{
 		{name: "done", generation: 3, observed: 3, desired: 5, updated: 5, avail: 5,
 			conds: rollout(T, "NewRevisionAvailable", "revision 3 is available on every node"),
-			want:  health{"Healthy", "revision 3 is available on every node"}},
+			want:  healthOf("Healthy", "revision 3 is available on every node")},
 		{name: "rolling out", generation: 3, observed: 3, desired: 5, updated: 2, avail: 4,
-			conds: rollout(T, "RollingOut", "rolling out revision 3"), want: health{"Progressing", "rolling out revision 3"}},
+			conds: rollout(T, "RollingOut", "rolling out revision 3"), want: healthOf("Progressing", "rolling out revision 3")},
 		{name: "rolling out, every pod updated, the last still baking", generation: 3, observed: 3, desired: 5, updated: 5, avail: 5,
-			conds: rollout(T, "RollingOut", "rolling out revision 3"), want: health{"Progressing", "rolling out revision 3"}},
+			conds: rollout(T, "RollingOut", "rolling out revision 3"), want: healthOf("Progressing", "rolling out revision 3")},
 		{name: "between waves", generation: 3, observed: 3, desired: 5, updated: 2, avail: 5,
 			conds: rollout(T, "WaitingForWave", "revision 3: wave zone=\"b\" starts at 2030-01-01T12:00:00Z, after the wave pause"),
-			want:  health{"Progressing", "revision 3: wave zone=\"b\" starts at 2030-01-01T12:00:00Z, after the wave pause"}},
+			want:  healthOf("Progressing", "revision 3: wave zone=\"b\" starts at 2030-01-01T12:00:00Z, after the wave pause")},
 		{name: "paused", generation: 3, observed: 3, desired: 5, updated: 0, avail: 5,
-			conds: rollout(U, "Paused", "revision 3 is paused"), want: health{"Suspended", "revision 3 is paused"}},
+			conds: rollout(U, "Paused", "revision 3 is paused"), want: healthOf("Suspended", "revision 3 is paused")},
 		{name: "canary waiting for promotion", generation: 3, observed: 3, desired: 5, updated: 1, avail: 5,
-			conds: rollout(T, "WaitingForPromotion", "revision 3 runs on the canary nodes"), want: health{"Suspended", "revision 3 runs on the canary nodes"}},
+			conds: rollout(T, "WaitingForPromotion", "revision 3 runs on the canary nodes"), want: healthOf("Suspended", "revision 3 runs on the canary nodes")},
 		{name: "held by a partition", generation: 3, observed: 3, desired: 5, updated: 3, avail: 5,
-			conds: rollout(T, "PartitionHeld", "2 nodes stay on older revisions"), want: health{"Suspended", "2 nodes stay on older revisions"}},
+			conds: rollout(T, "PartitionHeld", "2 nodes stay on older revisions"), want: healthOf("Suspended", "2 nodes stay on older revisions")},
 		{name: "failed", generation: 3, observed: 3, desired: 5, updated: 1, avail: 4,
-			conds: rollout(F, "ProgressDeadlineExceeded", failed), want: health{"Degraded", failed}},
+			conds: rollout(F, "ProgressDeadlineExceeded", failed), want: healthOf("Degraded", failed)},
 		{name: "rolled back", generation: 4, observed: 4, desired: 5, updated: 2, avail: 4,
-			conds: rollout(F, "RolledBack", "revision 3 failed; rolled back"), want: health{"Degraded", "revision 3 failed; rolled back"}},
+			conds: rollout(F, "RolledBack", "revision 3 failed; rolled back"), want: healthOf("Degraded", "revision 3 failed; rolled back")},
 		{name: "an invalid annotation", generation: 3, observed: 3, desired: 5, updated: 5, avail: 5,
-			conds: rollout(F, "InvalidAnnotation", "annotation rollout.everynode.dev/canary: bad"), want: health{"Degraded", "annotation rollout.everynode.dev/canary: bad"}},
+			conds: rollout(F, "InvalidAnnotation", "annotation rollout.everynode.dev/canary: bad"), want: healthOf("Degraded", "annotation rollout.everynode.dev/canary: bad")},
 		{name: "a new template not yet observed", generation: 4, observed: 3, desired: 5, updated: 5, avail: 5,
 			conds: rollout(T, "NewRevisionAvailable", "revision 3 is available on every node"),
-			want:  health{"Progressing", "Waiting for rollout to finish: observed daemon set generation less than desired generation"}},
+			want:  healthOf("Progressing", "Waiting for rollout to finish: observed daemon set generation less than desired generation")},
 		{name: "done as last seen, a new template counted by another controller", generation: 4, observed: 4, desired: 5, updated: 0, avail: 5,
 			conds: rollout(T, "NewRevisionAvailable", "revision 3 is available on every node"),
-			want:  health{"Progressing", "Waiting for everynode: 0 of 5 pods updated, 5 available"}},
+			want:  healthOf("Progressing", "Waiting for everynode: 0 of 5 pods updated, 5 available")},
 		{name: "done, a node just joined", generation: 3, observed: 3, desired: 6, updated: 6, avail: 5,
 			conds: rollout(T, "NewRevisionAvailable", "revision 3 is available on every node"),
-			want:  health{"Progressing", "Waiting for everynode: 6 of 6 pods updated, 5 available"}},
+			want:  healthOf("Progressing", "Waiting for everynode: 6 of 6 pods updated, 5 available")},
 	}
 	for _, tt := range tests {
 		for _, strategy := range []apps.DaemonSetUpdateStrategyType{apps.RollingUpdateDaemonSetStrategyType, apps.OnDeleteDaemonSetStrategyType} {
@@ -222,14 +158,14 @@ func TestArgoHealth_Managed(t *testing.T) {
 // in it, and so does the health check on an object with nothing in it (it must
 // not: Argo CD shows an error instead of a health).
 func TestArgoHealth_Sandbox(t *testing.T) {
-	if _, err := runHealthLua(`return { status = string.upper("healthy") }`, map[string]any{}); err == nil {
+	if _, err := gitops.RunArgoCDHealth(`return { status = string.upper("healthy") }`, map[string]any{}); err == nil {
 		t.Error("a script using the string library ran: the test's sandbox is not Argo CD's")
 	}
-	script, err := fs.ReadFile(Everynode(), "files/argocd-health.lua")
+	script, err := fs.ReadFile(charts.Everynode(), gitops.ArgoCDHealthScript)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := runHealthLua(string(script), map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet"})
+	h, err := gitops.RunArgoCDHealth(string(script), map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet"})
 	if err != nil || h.Status != "Healthy" {
 		t.Errorf("a DaemonSet with no metadata, spec or status: %+v, %v; want Argo CD's Healthy", h, err)
 	}
