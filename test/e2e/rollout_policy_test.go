@@ -524,24 +524,15 @@ func waitProgressing(t *testing.T, client kubernetes.Interface, ns, name string,
 // conditionLog records, from a watch, every status/reason the DaemonSet's Progressing
 // condition goes through.
 type conditionLog struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	seen   []string
-	err    error
+	stopWatch func()
+	mu        sync.Mutex
+	seen      []string
 }
 
 func watchProgressing(t *testing.T, client kubernetes.Interface, ns, name string) *conditionLog {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &conditionLog{cancel: cancel, done: make(chan struct{})}
-	dss := client.AppsV1().DaemonSets(ns)
-	ds, err := dss.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		cancel()
-		t.Fatalf("reading DaemonSet %s: %v", name, err)
-	}
-	record := func(ds *apps.DaemonSet) {
+	l := &conditionLog{}
+	l.stopWatch = watchDaemonSet(t, client, ns, name, func(ds *apps.DaemonSet) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		c := progressingOf(ds)
@@ -552,6 +543,22 @@ func watchProgressing(t *testing.T, client kubernetes.Interface, ns, name string
 		if len(l.seen) == 0 || l.seen[len(l.seen)-1] != s {
 			l.seen = append(l.seen, s)
 		}
+	})
+	return l
+}
+
+// watchDaemonSet calls record with the DaemonSet as it is now, then with every
+// version of it a watch delivers (one per write), until the returned stop is called
+// or the test ends.
+func watchDaemonSet(t *testing.T, client kubernetes.Interface, ns, name string, record func(*apps.DaemonSet)) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	dss := client.AppsV1().DaemonSets(ns)
+	ds, err := dss.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		cancel()
+		t.Fatalf("reading DaemonSet %s: %v", name, err)
 	}
 	record(ds)
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -564,7 +571,7 @@ func watchProgressing(t *testing.T, client kubernetes.Interface, ns, name string
 		t.Fatalf("watching DaemonSet %s: %v", name, err)
 	}
 	go func() {
-		defer close(l.done)
+		defer close(done)
 		defer rw.Stop()
 		for {
 			select {
@@ -580,14 +587,14 @@ func watchProgressing(t *testing.T, client kubernetes.Interface, ns, name string
 			}
 		}
 	}()
-	t.Cleanup(func() { l.cancel(); <-l.done })
-	return l
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // stop ends the watch and returns what it saw, in order.
 func (l *conditionLog) stop() []string {
-	l.cancel()
-	<-l.done
+	l.stopWatch()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.seen)
