@@ -159,5 +159,5 @@ func conditionsChange(ds *apps.DaemonSet, c *apps.DaemonSetCondition, p *Plan) [
 	if !changed {
 		return nil
 	}
-	return rolloutConditions(next.Conditions, c)
+	return next.Conditions // the three, as withConditions left them
 }

@@ -492,12 +492,7 @@ func newNodesLabelled(t *testing.T, labels []map[string]string) []string {
 
 // progressingOf returns the DaemonSet's Progressing condition, or nil.
 func progressingOf(ds *apps.DaemonSet) *apps.DaemonSetCondition {
-	for i := range ds.Status.Conditions {
-		if ds.Status.Conditions[i].Type == "Progressing" {
-			return &ds.Status.Conditions[i]
-		}
-	}
-	return nil
+	return conditionOf(ds, "Progressing")
 }
 
 // waitProgressing waits until the DaemonSet's Progressing condition has the status
