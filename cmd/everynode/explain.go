@@ -37,11 +37,15 @@ writes are not visible from outside it; the report is as if it had none.`,
 			if output != "" && output != "json" {
 				return fmt.Errorf("unknown output format %q: use -o json, or no -o for a table", output)
 			}
+			name, err := daemonSetArg(args[0])
+			if err != nil {
+				return err
+			}
 			client, ns, err := cluster.connect()
 			if err != nil {
 				return err
 			}
-			e, err := inspect.Explain(cmd.Context(), client, ns, args[0], time.Now())
+			e, err := inspect.Explain(cmd.Context(), client, ns, name, time.Now())
 			if err != nil {
 				return err
 			}

@@ -57,11 +57,15 @@ func simpleRolloutCommand(cluster *clusterFlags, use, short, long string,
 		Long:  long,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := daemonSetArg(args[0])
+			if err != nil {
+				return err
+			}
 			client, ns, err := cluster.connect()
 			if err != nil {
 				return err
 			}
-			msg, err := do(cmd.Context(), client, ns, args[0])
+			msg, err := do(cmd.Context(), client, ns, name)
 			if err != nil {
 				return err
 			}
@@ -138,6 +142,10 @@ With --watch=false it prints the progress once and exits (non-zero only for a
 failed rollout).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := daemonSetArg(args[0])
+			if err != nil {
+				return err
+			}
 			client, ns, err := cluster.connect()
 			if err != nil {
 				return err
@@ -149,7 +157,7 @@ failed rollout).`,
 					o.Width = w
 				}
 			}
-			return inspect.Status(cmd.Context(), client, ns, args[0], o)
+			return inspect.Status(cmd.Context(), client, ns, name, o)
 		},
 	}
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", true, "watch until the rollout completes; false prints its progress once")

@@ -58,7 +58,10 @@ update, which stores nothing: the API server checks it and fills in its defaults
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {
-				name = args[0]
+				var err error
+				if name, err = daemonSetArg(args[0]); err != nil {
+					return err
+				}
 			}
 			if err := f.check(name); err != nil {
 				return err

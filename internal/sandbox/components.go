@@ -68,8 +68,8 @@ func schedulerArgs(kubeconfig string) []string {
 
 // controllerManagerControllers are the kube-controller-manager controllers a sandbox
 // needs for namespaces, service accounts, garbage collection and node health to work
-// as in a real cluster, and for Deployments (everynode's own install chart is one)
-// and their PodDisruptionBudgets.
+// as in a real cluster, for Deployments (everynode's own install chart is one) and
+// their PodDisruptionBudgets, and for Jobs (the chart's rollout-status hook is one).
 var controllerManagerControllers = []string{
 	"garbage-collector-controller",
 	"pod-garbage-collector-controller",
@@ -80,6 +80,7 @@ var controllerManagerControllers = []string{
 	"deployment-controller",
 	"replicaset-controller",
 	"disruption-controller",
+	"job-controller",
 	// Publishes kube-root-ca.crt in every namespace: a real kubelet mounts it into
 	// every pod with a service account token.
 	"root-ca-certificate-publisher-controller",

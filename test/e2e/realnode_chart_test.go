@@ -103,6 +103,11 @@ func TestRealNodeChart(t *testing.T) {
 				s := pod.Status.ContainerStatuses[0]
 				return s.RestartCount == 1 && s.Ready, nil
 			})
+			if tc.controller == sandbox.ControllerChartCompanion {
+				// Companion mode's OnDelete rollouts are what Helm 3 cannot wait
+				// for: the chart's hook does.
+				checkRolloutStatusHook(t, rn, ns)
+			}
 			for _, pod := range []v1.Pod{leader, next} {
 				logs, err := client.CoreV1().Pods(sandbox.ChartNamespace).GetLogs(pod.Name, &v1.PodLogOptions{}).DoRaw(ctx)
 				if err != nil {
