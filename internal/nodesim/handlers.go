@@ -70,6 +70,7 @@ func (s *Simulator) nodeHandler() cache.ResourceEventHandler {
 // podsDependOnChange reports whether a node change can change its pods' status.
 func podsDependOnChange(old, cur *v1.Node) bool {
 	return old.Annotations[AnnotationReady] != cur.Annotations[AnnotationReady] ||
+		old.Annotations[AnnotationKubelet] != cur.Annotations[AnnotationKubelet] ||
 		old.Annotations[AnnotationFail] != cur.Annotations[AnnotationFail] ||
 		old.Annotations[AnnotationUnpullable] != cur.Annotations[AnnotationUnpullable] ||
 		old.Spec.PodCIDR != cur.Spec.PodCIDR ||

@@ -56,6 +56,14 @@ const (
 	// pull. A container given one waits in ErrImagePull, then ImagePullBackOff: a
 	// new pod's, or a running pod's whose image is changed to it in place.
 	AnnotationUnpullable = "sim.everynode.dev/unpullable"
+
+	// AnnotationKubelet on a Node: "stopped" plays a node whose kubelet is down (it
+	// crashed, or the machine is off): its Lease is no longer renewed and nothing of
+	// the node or its pods is written, so the node lifecycle controller marks it
+	// Unknown and unreachable after its grace period, and pods deleted there stay
+	// terminating. Removing it (or "running") starts the kubelet again, which
+	// reports the node and finishes what its pods were doing.
+	AnnotationKubelet = "sim.everynode.dev/kubelet"
 )
 
 // Names and values the simulator gives the objects it creates.

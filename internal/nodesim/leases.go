@@ -71,6 +71,10 @@ func (s *Simulator) syncLease(ctx context.Context, name string) (time.Duration, 
 		s.leases.forget(name)
 		return 0, nil
 	}
+	if stopped, _ := kubeletStopped(node); stopped {
+		// Kept in the rotation, not renewed: the Lease expires as a dead kubelet's.
+		return nextRenewal(name, s.clock.Now(), s.cfg.LeaseInterval), nil
+	}
 	lease, err := s.renewLease(ctx, node, s.clock.Now())
 	if err != nil {
 		s.leases.forget(name)

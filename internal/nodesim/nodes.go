@@ -74,6 +74,20 @@ func nodeReadyKnob(node *v1.Node) (bool, error) {
 	return ready, nil
 }
 
+// kubeletStopped reads a node's kubelet annotation: "stopped" means the kubelet
+// is down; absent or "running" means it runs. An invalid value is reported and
+// means it runs.
+func kubeletStopped(node *v1.Node) (bool, error) {
+	switch s, ok := node.Annotations[AnnotationKubelet]; {
+	case !ok || s == "running":
+		return false, nil
+	case s == "stopped":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want stopped or running", AnnotationKubelet, s)
+	}
+}
+
 // newNode is the Node the simulator registers under the given name and index.
 func newNode(name string, index int, now time.Time) *v1.Node {
 	cidr := podCIDR(index).String()

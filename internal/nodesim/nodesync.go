@@ -48,10 +48,14 @@ func (s *Simulator) syncNode(ctx context.Context, name string) (time.Duration, e
 	}
 	ready, readyErr := nodeReadyKnob(node)
 	_, failErr := nodeFailures(node)
-	if knobErr := errors.Join(readyErr, failErr); knobErr == nil {
+	stopped, kubeletErr := kubeletStopped(node)
+	if knobErr := errors.Join(readyErr, failErr, kubeletErr); knobErr == nil {
 		s.nodeWarnings.remove(name)
-	} else if raw := node.Annotations[AnnotationReady] + "\x00" + node.Annotations[AnnotationFail]; s.warnOnce(name, raw) {
+	} else if raw := node.Annotations[AnnotationReady] + "\x00" + node.Annotations[AnnotationFail] + "\x00" + node.Annotations[AnnotationKubelet]; s.warnOnce(name, raw) {
 		logger.Info("Ignoring invalid simulation annotation", "node", klog.KObj(node), "err", knobErr)
+	}
+	if stopped {
+		return 0, nil // a kubelet that is down reports nothing
 	}
 	notReady := ""
 	switch {

@@ -34,6 +34,9 @@ func (s *Simulator) syncPod(ctx context.Context, key string) (time.Duration, err
 		s.forgetPod(key)
 		return 0, nil
 	}
+	if stopped, _ := kubeletStopped(node); stopped {
+		return 0, nil // looked at again when the kubelet starts (podsDependOnChange)
+	}
 	if isTerminal(pod.Status.Phase) && pod.DeletionTimestamp == nil {
 		// Finished for good: its IP goes back to the node's range.
 		s.forgetPod(key)
