@@ -267,8 +267,9 @@ func (c *Controller) revisionHandler(logger klog.Logger) cache.ResourceEventHand
 
 // nodeHandler wakes only the DaemonSets whose verdict for the node changes: a new node
 // wakes those that should run there; an update wakes those for which the node's labels
-// or taints change the answer, or whose rollout reads the relabelled node's labels
-// (status and heartbeats change nothing); a deleted node
+// or taints change the answer, whose rollout reads the relabelled node's labels, or
+// whose rollout leaves sick nodes alone when the node falls sick or recovers (other
+// status changes and heartbeats change nothing); a deleted node
 // wakes those that had it counted.
 func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
@@ -291,14 +292,18 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 				return
 			}
 			relabelled := !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels)
-			if !relabelled && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
+			oldTrouble, oldSince, _ := daemon.NodeTrouble(old)
+			curTrouble, curSince, _ := daemon.NodeTrouble(cur)
+			health := oldTrouble != curTrouble || !oldSince.Equal(curSince)
+			if !relabelled && !health && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 				return
 			}
 			c.nodes.stale()
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				before, after := rules.Check(old), rules.Check(cur)
 				if before.Run != after.Run || before.KeepRunning != after.KeepRunning ||
-					(relabelled && daemon.PolicyReadsNodeLabels(ds.Annotations)) {
+					(relabelled && daemon.PolicyReadsNodeLabels(ds.Annotations)) ||
+					(health && daemon.PolicyReadsNodeHealth(ds.Annotations)) {
 					logger.V(5).Info("Node change affects DaemonSet", "node", klog.KObj(cur), "daemonset", klog.KObj(ds), "reason", after.Reason)
 					c.enqueueBatched(ds)
 				}

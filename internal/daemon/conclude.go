@@ -73,6 +73,9 @@ func (r *rollout) describe(u *updater, complete bool, prev *apps.DaemonSetCondit
 		return ReasonRolledBack, v1.ConditionFalse, prev.Message
 	case pol.Paused:
 		return ReasonPaused, v1.ConditionUnknown, fmt.Sprintf("revision %d is paused by %s; remove it or run `everynode rollout resume` to go on", rev, AnnotationPaused)
+	case g.hold == ReasonTooManySickNodes:
+		return ReasonTooManySickNodes, v1.ConditionTrue, fmt.Sprintf("revision %d holds: %d of %d nodes are sick (NotReady for over %v, unreachable, shutting down or under maintenance), more than half; the rollout goes on when no more than half are",
+			rev, r.sick, r.sickOf, pol.SickGrace)
 	case len(u.portBlocked) > 0 && !g.deleteFirst:
 		return ReasonSurgeHostPort, v1.ConditionFalse, hostPortMessage(u.portBlocked, rev, false)
 	case len(u.portBlocked) > 0:
@@ -81,6 +84,10 @@ func (r *rollout) describe(u *updater, complete bool, prev *apps.DaemonSetCondit
 		return ReasonRollingOut, v1.ConditionTrue, fmt.Sprintf("rolling out revision %d", rev)
 	case g.hold == ReasonWavePause:
 		return ReasonWavePause, v1.ConditionTrue, fmt.Sprintf("revision %d: wave %s=%q starts at %s, after the wave pause", rev, g.waveKey, g.wave, g.holdUntil.UTC().Format(time.RFC3339))
+	}
+	if sick := u.sickLeft(); len(sick) > 0 {
+		return ReasonSickNodesLeft, v1.ConditionTrue, fmt.Sprintf("revision %d runs on every healthy node; %d sick nodes keep their pods until they recover (%s): %s",
+			rev, len(sick), AnnotationSickNodes, strings.Join(sick, ", "))
 	}
 	if why := r.onlyHold(u); why != "" {
 		switch why {

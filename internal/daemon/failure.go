@@ -96,8 +96,9 @@ func (u *updater) failure(since time.Time) (Reason, string, time.Duration) {
 	var lastAvailable, firstWaiting time.Time
 	var waiting *v1.Pod
 	var waitingOn string
-	for _, n := range u.pl.nodes {
-		if n.node == nil {
+	for i := range u.nodes {
+		n := &u.nodes[i]
+		if n.node == nil || n.sick != "" {
 			continue
 		}
 		for _, pod := range n.pods {

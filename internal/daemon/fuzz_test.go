@@ -20,6 +20,7 @@ func FuzzParsePolicy(f *testing.F) {
 		{"wave-order", "b,,a"}, {"wave-pause", "1m30s"}, {"new-nodes", "stable"}, {"progress-deadline", "-1s"},
 		{"max-restarts", "99999999999"}, {"on-failure", "rollback"}, {"max-unavailable", "0%"}, {"max-unavailable", "3"},
 		{"surge-fallback", "delete-first"}, {"surge-fallback", "Delete-First"}, {"unknown", ""},
+		{"sick-nodes", "exempt"}, {"sick-nodes", "Exempt"}, {"sick-node-grace", "-1s"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -75,6 +76,10 @@ func FuzzDecide(f *testing.F) {
 			if policy&(1<<i) != 0 {
 				ds.Annotations[kv[0]] = kv[1]
 			}
+		}
+		if seed%3 == 0 {
+			ds.Annotations[AnnotationSickNodes] = SickNodesExempt
+			ds.Annotations[AnnotationSickNodeGrace] = "30s"
 		}
 		if companion {
 			ds.Spec.UpdateStrategy = apps.DaemonSetUpdateStrategy{Type: apps.OnDeleteDaemonSetStrategyType}

@@ -86,6 +86,8 @@ type rollout struct {
 	// everywhere since (restore in conclude.go).
 	restoring bool
 	restored  restoreMark
+	// sick of sickOf nodes are sick, when that holds the rollout (sicknodes.go).
+	sick, sickOf int
 }
 
 // A hold is one rule of the rollout policy, applied to the gate in its turn.
@@ -100,6 +102,7 @@ var holds = [...]hold{
 	{"invalid-annotation", holdInvalid},
 	{"failure", holdFailure},
 	{"paused", holdPaused},
+	{"sick-nodes", holdSickNodes},
 	{"canary", holdCanary},
 	{"partition", holdPartition},
 	{"waves", holdWaves},
@@ -122,7 +125,7 @@ func (u *updater) assess(since time.Time, desired int) *rollout {
 		if ok && cur == nil && old != nil {
 			r.oldNodes++
 		}
-		if cur != nil && !cur.healthy {
+		if cur != nil && !cur.healthy && n.sick == "" {
 			r.waiting = true
 		}
 	}
@@ -261,6 +264,9 @@ func OrderWaves(values, order []string) []string {
 func (u *updater) waveDone(w wave) (bool, time.Time) {
 	var last time.Time
 	for _, n := range w.nodes {
+		if n.sick != "" {
+			continue // it waits for itself, not for the wave
+		}
 		cur, old, ok := u.podsOnNode(n)
 		if !ok || old != nil || cur == nil || !cur.healthy {
 			return false, time.Time{}

@@ -37,6 +37,11 @@ const (
 	// scheduler cannot place the surge pod because the old pod holds its host port:
 	// "delete-first" replaces such nodes old pod first, one node at a time.
 	AnnotationSurgeFallback = RolloutPrefix + "surge-fallback"
+	// AnnotationSickNodes: "exempt" leaves sick nodes out of the rollout until they
+	// recover (sicknodes.go); "count", the default, counts their pods as unavailable.
+	AnnotationSickNodes = RolloutPrefix + "sick-nodes"
+	// AnnotationSickNodeGrace: how long a node may be NotReady before it is sick.
+	AnnotationSickNodeGrace = RolloutPrefix + "sick-node-grace"
 )
 
 // DefaultMinHealthy is the bake when max-restarts, progress-deadline or on-failure is
@@ -100,6 +105,10 @@ type Policy struct {
 	// InPlace: old pods whose revision differs only in images and added tolerations
 	// are updated in place (see inplace.go).
 	InPlace bool
+	// ExemptSick: sick nodes are left out of the rollout until they recover, after
+	// SickGrace for a node that is only NotReady (see sicknodes.go).
+	ExemptSick bool
+	SickGrace  time.Duration
 	// Problems are the annotations that could not be parsed: while there is one, the
 	// rollout holds.
 	Problems []string
@@ -131,6 +140,11 @@ func ParsePolicy(annotations map[string]string) Policy {
 	if p.ProgressDeadline > 0 && p.MinHealthy >= p.ProgressDeadline {
 		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s (%v) must be shorter than %s (%v): no release could meet the deadline",
 			AnnotationMinHealthy, p.MinHealthy, AnnotationProgressDeadline, p.ProgressDeadline))
+	}
+	if _, set := annotations[AnnotationSickNodeGrace]; !set && p.ExemptSick {
+		p.SickGrace = DefaultSickNodeGrace
+	} else if set && !p.ExemptSick {
+		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s needs %s: %s to apply; add it, or remove the grace", AnnotationSickNodeGrace, AnnotationSickNodes, SickNodesExempt))
 	}
 	if len(p.WaveOrder) > 0 && p.WaveKey == "" {
 		p.Problems = append(p.Problems, fmt.Sprintf("annotation %s needs %s to name the node label of the waves", AnnotationWaveOrder, AnnotationWaves))
@@ -222,6 +236,19 @@ func (p *Policy) parse(key, val string) error {
 			return fmt.Errorf(`want "true" or "false"`)
 		}
 		p.InPlace = b
+	case AnnotationSickNodes:
+		switch val {
+		case SickNodesCount, SickNodesExempt:
+			p.ExemptSick = val == SickNodesExempt
+		default:
+			return fmt.Errorf("want %q (sick nodes' pods count as unavailable) or %q (sick nodes wait until they recover)", SickNodesCount, SickNodesExempt)
+		}
+	case AnnotationSickNodeGrace:
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration such as 1m, or 0s for none")
+		}
+		p.SickGrace = d
 	case AnnotationMaxUnavailable:
 		v := intstr.Parse(val)
 		if err := validMaxUnavailable(v); err != nil {
@@ -273,6 +300,13 @@ func (p *Policy) judgesFailure(annotations map[string]string) bool {
 
 // watchesProgress reports whether failures are detected at all.
 func (p *Policy) watchesProgress() bool { return p.ProgressDeadline > 0 || p.MaxRestarts >= 0 }
+
+// PolicyReadsNodeHealth reports whether annotations make a rollout depend on node
+// health (sick-nodes: exempt), so that a node falling sick or recovering wakes the
+// DaemonSet even when none of its pods changes.
+func PolicyReadsNodeHealth(annotations map[string]string) bool {
+	return annotations[AnnotationSickNodes] == SickNodesExempt
+}
 
 // PolicyReadsNodeLabels reports whether annotations make a rollout depend on node
 // labels (a canary selector or waves), so that a node relabelled wakes the DaemonSet

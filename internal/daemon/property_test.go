@@ -189,6 +189,12 @@ func randomSnapshot(r *rand.Rand, settled bool) *Snapshot {
 				n.Spec.Taints = append(n.Spec.Taints, taint)
 			}
 		}
+		switch r.IntN(8) {
+		case 0: // NotReady for up to two minutes: sick, or within a sick-node grace
+			withNodeCondition(v1.NodeReady, []v1.ConditionStatus{v1.ConditionFalse, v1.ConditionUnknown}[r.IntN(2)], t0.Add(-time.Duration(r.IntN(120))*time.Second), "")(n)
+		case 1:
+			withNodeCondition(v1.NodeDrainInProgress, v1.ConditionTrue, t0, "")(n)
+		}
 		s.Nodes = append(s.Nodes, n)
 		names = append(names, n.Name)
 	}

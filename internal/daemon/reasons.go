@@ -53,6 +53,15 @@ const (
 	// ReasonSurgeHostPort: the node's surge pod cannot be scheduled, for a host port
 	// the old pod holds (hostport.go).
 	ReasonSurgeHostPort Reason = "SurgeHostPortConflict"
+	// What makes a node sick (sicknodes.go); under sick-nodes: exempt the node waits
+	// for it to pass.
+	ReasonNodeNotReady     Reason = "NodeNotReady"     // Ready False or Unknown, or unreachable
+	ReasonNodeShuttingDown Reason = "NodeShuttingDown" // a graceful shutdown, or out of service
+	ReasonNodeMaintenance  Reason = "NodeMaintenance"  // DrainInProgress or MaintenanceInProgress
+	// ReasonTooManySickNodes: more than half of the nodes are sick; the rollout holds.
+	ReasonTooManySickNodes Reason = "TooManySickNodes"
+	// ReasonSickNodesLeft: every node left on an older revision is sick.
+	ReasonSickNodesLeft Reason = "WaitingForSickNodes"
 )
 
 // Reasons a rollout fails (failure.go).
@@ -117,11 +126,15 @@ var waitReasons = [...]waitRow{
 	{ReasonNewPodUnavailable, "starting", "its new pod to become available", WaitUpdating},
 	{ReasonNewPodBaking, "bake", "its new pod to stay Ready, with no restart, for " + AnnotationMinHealthy, WaitUpdating},
 	{ReasonPaused, "paused", "the rollout is paused (" + AnnotationPaused + ")", WaitHeld},
+	{ReasonTooManySickNodes, "sick nodes", "fewer sick nodes: more than half of the nodes are sick, and the rollout holds (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
 	{ReasonWavePause, "wave pause", "the pause between waves to end (" + AnnotationWavePause + ")", WaitHeld},
 	{ReasonCanaryHeld, "canary", "promotion: it is not a canary node (" + AnnotationCanary + ")", WaitHeld},
 	{ReasonPartitionHeld, "partition", "the partition to be lowered (" + AnnotationPartition + ")", WaitHeld},
 	{ReasonSurgeHostPort, "host port", "a host port its old pod holds: the surge pod cannot be scheduled (" + AnnotationSurgeFallback + ": " + SurgeDeleteFirst + " replaces the old pod first)", WaitHeld},
 	{ReasonFailedPodBackoff, "back-off", "the back-off after its pod failed", WaitFailed},
+	{ReasonNodeShuttingDown, "shutting down", "the node to come back: it is shutting down, and its pod is left alone (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
+	{ReasonNodeMaintenance, "maintenance", "the node's maintenance to end (DrainInProgress or MaintenanceInProgress): its pod is left alone (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
+	{ReasonNodeNotReady, "node not ready", "the node to be Ready again: its pod is left alone (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
 	{ReasonBudgetFull, "budget", "its turn: maxUnavailable/maxSurge is used up by other nodes", WaitHeld},
 	{ReasonLaterWave, "wave", "an earlier wave to finish (" + AnnotationWaves + ")", WaitHeld},
 	{ReasonInPlaceUpdating, "in place", "its pod, updated in place, to restart with the new images (or report its new CPU and memory) and become available", WaitUpdating},

@@ -63,6 +63,10 @@ func (u *updater) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 		if len(n.pods) == 0 && !n.verdict.Run {
 			continue
 		}
+		if n.sick != "" {
+			n.wait = n.sick
+			continue
+		}
 		cur, old, ok := u.podsOnNode(n)
 		switch {
 		case !ok, cur == nil && old == nil, cur != nil && old != nil:
@@ -142,6 +146,10 @@ func (u *updater) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 	for i := range u.nodes {
 		n := &u.nodes[i]
 		if len(n.pods) == 0 || n.node == nil {
+			continue
+		}
+		if n.sick != "" {
+			n.wait = n.sick
 			continue
 		}
 		cur, old, ok := u.podsOnNode(n)

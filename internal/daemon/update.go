@@ -50,6 +50,9 @@ type unode struct {
 	// back-off of a failed pod, if one is held there.
 	wait      Reason
 	waitUntil time.Time
+	// sick, under sick-nodes: exempt, is what makes the node sick (sicknodes.go):
+	// the update leaves it alone. "" for a node that is not, or counts anyway.
+	sick Reason
 }
 
 // updater is the update stage at work on one decision.
@@ -81,6 +84,7 @@ func newUpdater(pl *Placement, pol *Policy, revs revisions, refused map[types.UI
 			u.nodes[i].wait, u.nodes[i].waitUntil = ReasonFailedPodBackoff, n.backoffUntil
 		}
 	}
+	u.markSick()
 	return u
 }
 
