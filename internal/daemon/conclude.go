@@ -29,7 +29,7 @@ func (r *rollout) conclude(u *updater, c counts, p *Plan) *apps.DaemonSetConditi
 	released := r.released()
 	// Complete: every node runs the revision and, unless it was released before,
 	// every pod of it is available and done baking.
-	complete := r.oldNodes == 0 && c.updated == c.desired && (released || (c.available == c.desired && !r.waiting))
+	complete := r.oldNodes == 0 && r.sickOld == 0 && c.updated == c.desired && (released || (c.available == c.desired && !r.waiting))
 	if r.fresh {
 		p.MarkRevisions = append(p.MarkRevisions, RevisionMark{Revision: r.current, Key: MarkFailed,
 			Value: failedMarkValue(r.current, r.failed, r.failMsg)})

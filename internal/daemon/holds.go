@@ -88,6 +88,10 @@ type rollout struct {
 	restored  restoreMark
 	// sick of sickOf nodes are sick, when that holds the rollout (sicknodes.go).
 	sick, sickOf int
+	// sickOld counts the sick nodes left alone with a pod of an older revision,
+	// whether or not a new pod could be placed there now (a NotReady node's taint
+	// keeps new pods off it): the rollout is not complete until they recover.
+	sickOld int
 }
 
 // A hold is one rule of the rollout policy, applied to the gate in its turn.
@@ -118,6 +122,11 @@ func (u *updater) assess(since time.Time, desired int) *rollout {
 	}
 	for i := range u.nodes {
 		n := &u.nodes[i]
+		if n.node != nil && n.sick != "" {
+			if cur, old, ok := u.podsOnNode(n); ok && cur == nil && old != nil {
+				r.sickOld++
+			}
+		}
 		if n.node == nil || !n.verdict.Run {
 			continue
 		}

@@ -153,11 +153,12 @@ func (u *updater) sickCount() (sick, desired int) {
 
 // sickLeft lists the sick nodes that still run an older revision, as
 // "name (cause)" in name order, when every node left on one is sick; nil otherwise.
+// A sick node counts whether or not a new pod could be placed there now.
 func (u *updater) sickLeft() []string {
 	var out []string
 	for i := range u.nodes {
 		n := &u.nodes[i]
-		if n.node == nil || !n.verdict.Run {
+		if n.node == nil || (n.sick == "" && !n.verdict.Run) {
 			continue
 		}
 		if cur, old, ok := u.podsOnNode(n); !ok || cur != nil || old == nil {

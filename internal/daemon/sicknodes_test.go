@@ -107,6 +107,20 @@ func TestSickNodes(t *testing.T) {
 			},
 			reason: ReasonSickNodesLeft, status: v1.ConditionTrue, message: "2 sick nodes keep their pods until they recover (rollout.everynode.dev/sick-nodes): n4 (NodeNotReady), n5 (NodeNotReady)",
 			waits: map[string]Reason{"n4": "NodeNotReady", "n5": "NodeNotReady"}},
+		{name: "exempt: sick nodes tainted not-ready (no new pod placed there) still keep the rollout from being complete", ds: []dsOpt{exempt()},
+			setup: func(ds *apps.DaemonSet, s *Snapshot) {
+				updated(ds, s, "n1", "n2", "n3")
+				sick(ds, s, long, "n4", "n5")
+				onNodes(s, withTaint(v1.TaintNodeNotReady, v1.TaintEffectNoSchedule), "n4", "n5")
+			},
+			reason: ReasonSickNodesLeft, status: v1.ConditionTrue, message: "n4 (NodeNotReady), n5 (NodeNotReady)"},
+		{name: "count: the same nodes' unavailable pods are deleted, and not placed again", ds: []dsOpt{withAnnotations(AnnotationSickNodes, SickNodesCount)},
+			setup: func(ds *apps.DaemonSet, s *Snapshot) {
+				updated(ds, s, "n1", "n2", "n3")
+				sick(ds, s, long, "n4", "n5")
+				onNodes(s, withTaint(v1.TaintNodeNotReady, v1.TaintEffectNoSchedule), "n4", "n5")
+			},
+			deletes: []string{"old-n4", "old-n5"}, marks: []string{"ds-" + hashOf(newDS("ds")) + " " + MarkAvailable + "="}},
 		{name: "exempt: a node that recovered is updated like any other", ds: []dsOpt{exempt()},
 			setup: func(ds *apps.DaemonSet, s *Snapshot) {
 				updated(ds, s, "n1", "n2", "n3", "n4")
