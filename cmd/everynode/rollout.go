@@ -38,7 +38,7 @@ func newRolloutCommand() *cobra.Command {
 
 The rollout.everynode.dev/ annotations shape a RollingUpdate (see docs/rollouts.md):
 paused, partition, canary, waves, wave-order, wave-pause, new-nodes,
-progress-deadline, max-restarts and on-failure. These commands set and clear them
+progress-deadline, max-restarts, on-failure and sick-nodes. These commands set and clear them
 for you, and report the Progressing condition the controller keeps; plan estimates,
 without changing anything, how a rollout will go.`,
 	}
