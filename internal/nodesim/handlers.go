@@ -71,6 +71,7 @@ func (s *Simulator) nodeHandler() cache.ResourceEventHandler {
 func podsDependOnChange(old, cur *v1.Node) bool {
 	return old.Annotations[AnnotationReady] != cur.Annotations[AnnotationReady] ||
 		old.Annotations[AnnotationKubelet] != cur.Annotations[AnnotationKubelet] ||
+		old.Annotations[AnnotationShutdown] != cur.Annotations[AnnotationShutdown] ||
 		old.Annotations[AnnotationFail] != cur.Annotations[AnnotationFail] ||
 		old.Annotations[AnnotationUnpullable] != cur.Annotations[AnnotationUnpullable] ||
 		old.Spec.PodCIDR != cur.Spec.PodCIDR ||

@@ -21,6 +21,7 @@ type harness struct {
 	ctx    context.Context
 	client *fake.Clientset
 	clock  *testingclock.FakeClock
+	sim    *Simulator
 }
 
 // startSimulator runs a Simulator with cfg (its Clock replaced by a fake one
@@ -37,6 +38,7 @@ func startSimulator(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
 		cfg.Workers = 2
 	}
 	sim := New(h.client, cfg)
+	h.sim = sim
 	done := make(chan error, 1)
 	go func() { done <- sim.Run(ctx) }()
 	t.Cleanup(func() {
@@ -84,6 +86,16 @@ func (h *harness) holds(what string, step time.Duration, n int, cond func() bool
 			h.t.Fatalf("%s stopped holding at %v", what, h.clock.Now().Sub(t0))
 		}
 	}
+}
+
+// simSees waits, in real time, until the simulator's cache holds node name in a
+// state cond accepts.
+func (h *harness) simSees(name string, cond func(*v1.Node) bool) {
+	h.t.Helper()
+	h.eventually("the simulator to see node "+name+" change", func() bool {
+		node, err := h.sim.nodes.Get(name)
+		return err == nil && cond(node)
+	})
 }
 
 // settles reports whether cond holds within a short real-time wait.

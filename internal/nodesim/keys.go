@@ -64,6 +64,17 @@ const (
 	// terminating. Removing it (or "running") starts the kubelet again, which
 	// reports the node and finishes what its pods were doing.
 	AnnotationKubelet = "sim.everynode.dev/kubelet"
+
+	// AnnotationShutdown on a Node: "true" plays a graceful node shutdown as the
+	// kubelet carries it out: the node reports NotReady ("node is shutting down"),
+	// every running pod is stopped and ends Failed (reason Terminated) with a
+	// DisruptionTarget condition (TerminationByKubelet), and a pod bound there
+	// meanwhile is rejected (Failed, reason NodeShutdown). Removing it is the node
+	// booting again: Ready, new pods started. The node maintenance conditions of
+	// KEP-5683 (GracefulNodeShutdownInProgress, DrainInProgress,
+	// MaintenanceInProgress) are set on the node's status by whoever runs the
+	// maintenance; the simulator keeps them as they are.
+	AnnotationShutdown = "sim.everynode.dev/shutdown"
 )
 
 // Names and values the simulator gives the objects it creates.

@@ -37,7 +37,7 @@ func TestKubeletStopped(t *testing.T) {
 		}
 	}
 	setKubelet("stopped")
-	h.settles(func() bool { return true })
+	h.simSees("sim-node-0", func(n *v1.Node) bool { return n.Annotations[AnnotationKubelet] == "stopped" })
 	before := renewTime()
 	p := h.pod("old")
 	p.DeletionTimestamp = &metav1.Time{Time: h.clock.Now().Add(30 * time.Second)}

@@ -27,6 +27,8 @@ type podInput struct {
 	PullFails bool
 	// Unpullable are images the node cannot pull (AnnotationUnpullable).
 	Unpullable map[string]bool
+	// ShuttingDown: the node is shutting down gracefully (AnnotationShutdown).
+	ShuttingDown bool
 }
 
 // cannotPull reports whether the node cannot pull image.
@@ -72,6 +74,9 @@ func decidePod(in podInput, now time.Time) podDecision {
 	if isTerminal(pod.Status.Phase) {
 		// Never revive a pod that finished, whoever finished it.
 		return podDecision{}
+	}
+	if in.ShuttingDown {
+		return decideShutdown(pod, now)
 	}
 	start := ceilSecond(now)
 	if pod.Status.StartTime != nil {

@@ -88,6 +88,20 @@ func kubeletStopped(node *v1.Node) (bool, error) {
 	}
 }
 
+// shuttingDown reads a node's shutdown annotation: "true" means a graceful
+// shutdown is under way. An invalid value is reported and means none.
+func shuttingDown(node *v1.Node) (bool, error) {
+	s, ok := node.Annotations[AnnotationShutdown]
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want true or false", AnnotationShutdown, s)
+	}
+	return b, nil
+}
+
 // newNode is the Node the simulator registers under the given name and index.
 func newNode(name string, index int, now time.Time) *v1.Node {
 	cidr := podCIDR(index).String()

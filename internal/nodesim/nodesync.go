@@ -49,9 +49,10 @@ func (s *Simulator) syncNode(ctx context.Context, name string) (time.Duration, e
 	ready, readyErr := nodeReadyKnob(node)
 	_, failErr := nodeFailures(node)
 	stopped, kubeletErr := kubeletStopped(node)
-	if knobErr := errors.Join(readyErr, failErr, kubeletErr); knobErr == nil {
+	shutdown, shutdownErr := shuttingDown(node)
+	if knobErr := errors.Join(readyErr, failErr, kubeletErr, shutdownErr); knobErr == nil {
 		s.nodeWarnings.remove(name)
-	} else if raw := node.Annotations[AnnotationReady] + "\x00" + node.Annotations[AnnotationFail] + "\x00" + node.Annotations[AnnotationKubelet]; s.warnOnce(name, raw) {
+	} else if raw := node.Annotations[AnnotationReady] + "\x00" + node.Annotations[AnnotationFail] + "\x00" + node.Annotations[AnnotationKubelet] + "\x00" + node.Annotations[AnnotationShutdown]; s.warnOnce(name, raw) {
 		logger.Info("Ignoring invalid simulation annotation", "node", klog.KObj(node), "err", knobErr)
 	}
 	if stopped {
@@ -59,6 +60,8 @@ func (s *Simulator) syncNode(ctx context.Context, name string) (time.Duration, e
 	}
 	notReady := ""
 	switch {
+	case shutdown:
+		notReady = messageShuttingDown
 	case !ready:
 		notReady = messageKubeletNotReady
 	case !s.networkReady(logger, node):

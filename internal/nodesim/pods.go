@@ -51,6 +51,7 @@ func (s *Simulator) syncPod(ctx context.Context, key string) (time.Duration, err
 		CrashLoopBackOff: s.cfg.CrashLoopBackOff,
 	}
 	in.NodeReady, _ = nodeReadyKnob(node)
+	in.ShuttingDown, _ = shuttingDown(node)
 	if fs, err := nodeFailures(node); err == nil && len(fs) > 0 {
 		if !started(pod) {
 			in.Behaviour.Failures = append(slices.Clip(in.Behaviour.Failures), fs...)
