@@ -39,6 +39,8 @@ type nodeState struct {
 	// surgeNew and surgeOld are the pods a surging node keeps: the oldest of the
 	// current revision and the oldest of any other; nil unless it holds both.
 	surgeNew, surgeOld *v1.Pod
+	// shuttingDown: the node is shutting down, and left alone (shutdown.go).
+	shuttingDown bool
 }
 
 // placed is what the placement rules call for.
@@ -144,8 +146,13 @@ func newPlacement(s *Snapshot, elig *Eligibility, hash string, dupHashes map[str
 //   - no pod may stay: every pod not already terminating is deleted;
 //   - the node no longer exists: pods never bound to it are deleted (bound ones are
 //     the pod garbage collector's);
-//   - terminating pods are waited for and never deleted again.
+//   - terminating pods are waited for and never deleted again;
+//   - a node shutting down is left alone until it is back (shutdown.go).
 func (pl *Placement) placeNode(n *nodeState, backoff map[string]time.Time, out *placed) {
+	if n.node != nil && nodeShuttingDown(n) {
+		n.shuttingDown = true
+		return
+	}
 	if n.node == nil {
 		for _, pod := range n.pods {
 			if pod.Spec.NodeName == "" && !pl.deleting(pod) {

@@ -67,6 +67,15 @@ func (u *updater) rollOutReplacing(maxUnavailable int, g *gate, p *Plan) {
 			n.wait = n.sick
 			continue
 		}
+		if n.shuttingDown {
+			// Its kubelet stops its pods; the node counts against the budget unless
+			// one is still available.
+			n.wait = ReasonNodeShuttingDown
+			if cur, old, ok := u.podsOnNode(n); !ok || !(cur != nil && cur.available || old != nil && old.available) {
+				unavailable++
+			}
+			continue
+		}
 		cur, old, ok := u.podsOnNode(n)
 		switch {
 		case !ok, cur == nil && old == nil, cur != nil && old != nil:
@@ -150,6 +159,10 @@ func (u *updater) rollOutSurging(desired, maxSurge int, g *gate, p *Plan) {
 		}
 		if n.sick != "" {
 			n.wait = n.sick
+			continue
+		}
+		if n.shuttingDown {
+			n.wait = ReasonNodeShuttingDown
 			continue
 		}
 		cur, old, ok := u.podsOnNode(n)

@@ -35,12 +35,6 @@ const (
 	DefaultSickNodeGrace = time.Minute
 )
 
-// maintenanceConditions are the node conditions that say the node is being taken
-// down or worked on: while one is True, the node is sick at once.
-var maintenanceConditions = [...]v1.NodeConditionType{
-	v1.NodeGracefulNodeShutdownInProgress, v1.NodeDrainInProgress, v1.NodeMaintenanceInProgress,
-}
-
 // kubeletShuttingDown is in the message of the Ready condition the kubelet reports
 // while a graceful node shutdown is under way.
 const kubeletShuttingDown = "node is shutting down"

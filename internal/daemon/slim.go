@@ -14,8 +14,8 @@ import (
 //     its identity, its controller reference, its deletion.
 //   - Any other pod keeps what Decide reads: labels, owners, the annotations it
 //     records failures and in-place updates in, creation and deletion; the node it
-//     is bound or pinned to, its host ports; its phase, conditions and container
-//     states.
+//     is bound or pinned to, its host ports; its phase and its reason, conditions
+//     and container states.
 //
 // Decide gives the same Plan for slim pods as for whole ones (a property test
 // holds it to that). The slim pod is a new object; pod is not changed.
@@ -49,6 +49,7 @@ func SlimPod(pod *v1.Pod) *v1.Pod {
 	slim.Spec.Containers = portsOnly(pod.Spec.Containers)
 	slim.Status = v1.PodStatus{
 		Phase:                 pod.Status.Phase,
+		Reason:                pod.Status.Reason,
 		Conditions:            slimConditions(pod.Status.Conditions),
 		InitContainerStatuses: slimStatuses(pod.Status.InitContainerStatuses, inPlace),
 		ContainerStatuses:     slimStatuses(pod.Status.ContainerStatuses, inPlace),
@@ -74,8 +75,8 @@ func portsOnly(cs []v1.Container) []v1.Container {
 }
 
 // slimConditions keeps the conditions Decide reads: Ready (availability, the bake),
-// PodScheduled (a surge blocked by a host port) and PodResizePending (a resize the
-// kubelet holds back).
+// PodScheduled (a surge blocked by a host port), PodResizePending (a resize the
+// kubelet holds back) and DisruptionTarget (a pod a node shutdown stopped).
 func slimConditions(conds []v1.PodCondition) []v1.PodCondition {
 	var out []v1.PodCondition
 	for _, c := range conds {
@@ -84,6 +85,8 @@ func slimConditions(conds []v1.PodCondition) []v1.PodCondition {
 			out = append(out, v1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		case v1.PodScheduled, v1.PodResizePending:
 			out = append(out, v1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		case v1.DisruptionTarget:
+			out = append(out, v1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	return out
