@@ -267,9 +267,10 @@ func (c *Controller) revisionHandler(logger klog.Logger) cache.ResourceEventHand
 
 // nodeHandler wakes only the DaemonSets whose verdict for the node changes: a new node
 // wakes those that should run there; an update wakes those for which the node's labels
-// or taints change the answer, whose rollout reads the relabelled node's labels, or
-// whose rollout leaves sick nodes alone when the node falls sick or recovers (other
-// status changes and heartbeats change nothing); a deleted node
+// or taints change the answer, whose rollout reads the relabelled node's labels,
+// whose rollout leaves sick nodes alone when the node falls sick or recovers, or
+// that may run there when it starts shutting down or recovers (other status changes
+// and heartbeats change nothing); a deleted node
 // wakes those that had it counted.
 func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
@@ -295,6 +296,9 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			oldTrouble, oldSince, _ := daemon.NodeTrouble(old)
 			curTrouble, curSince, _ := daemon.NodeTrouble(cur)
 			health := oldTrouble != curTrouble || !oldSince.Equal(curSince)
+			// A node that starts shutting down, or recovers, changes what placement
+			// does with the pods there (daemon: shutdown.go) for every DaemonSet.
+			placement := health && (oldTrouble == daemon.ReasonNodeShuttingDown || curTrouble == daemon.ReasonNodeShuttingDown || curTrouble == "")
 			if !relabelled && !health && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 				return
 			}
@@ -303,7 +307,8 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 				before, after := rules.Check(old), rules.Check(cur)
 				if before.Run != after.Run || before.KeepRunning != after.KeepRunning ||
 					(relabelled && daemon.PolicyReadsNodeLabels(ds.Annotations)) ||
-					(health && daemon.PolicyReadsNodeHealth(ds.Annotations)) {
+					(health && daemon.PolicyReadsNodeHealth(ds.Annotations)) ||
+					(placement && (before.KeepRunning || after.KeepRunning)) {
 					logger.V(5).Info("Node change affects DaemonSet", "node", klog.KObj(cur), "daemonset", klog.KObj(ds), "reason", after.Reason)
 					c.enqueueBatched(ds)
 				}
