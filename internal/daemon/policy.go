@@ -194,12 +194,11 @@ func (p *Policy) parse(key, val string) error {
 		}
 		p.WavePause = d
 	case AnnotationNewNodes:
-		switch val {
-		case NewNodesUpdate, NewNodesStable:
-			p.StableNewNodes = val == NewNodesStable
-		default:
-			return fmt.Errorf("want %q or %q", NewNodesUpdate, NewNodesStable)
+		b, err := either(val, NewNodesUpdate, NewNodesStable, fmt.Errorf("want %q or %q", NewNodesUpdate, NewNodesStable))
+		if err != nil {
+			return err
 		}
+		p.StableNewNodes = b
 	case AnnotationProgressDeadline:
 		d, err := positiveDuration(val)
 		if err != nil {
@@ -213,12 +212,11 @@ func (p *Policy) parse(key, val string) error {
 		}
 		p.MaxRestarts = n
 	case AnnotationOnFailure:
-		switch val {
-		case OnFailurePause, OnFailureRollback:
-			p.Rollback = val == OnFailureRollback
-		default:
-			return fmt.Errorf("want %q or %q", OnFailurePause, OnFailureRollback)
+		b, err := either(val, OnFailurePause, OnFailureRollback, fmt.Errorf("want %q or %q", OnFailurePause, OnFailureRollback))
+		if err != nil {
+			return err
 		}
+		p.Rollback = b
 	case AnnotationMinHealthy:
 		d, err := time.ParseDuration(val)
 		if err != nil || d < 0 {
@@ -237,12 +235,12 @@ func (p *Policy) parse(key, val string) error {
 		}
 		p.InPlace = b
 	case AnnotationSickNodes:
-		switch val {
-		case SickNodesCount, SickNodesExempt:
-			p.ExemptSick = val == SickNodesExempt
-		default:
-			return fmt.Errorf("want %q (sick nodes' pods count as unavailable) or %q (sick nodes wait until they recover)", SickNodesCount, SickNodesExempt)
+		b, err := either(val, SickNodesCount, SickNodesExempt,
+			fmt.Errorf("want %q (sick nodes' pods count as unavailable) or %q (sick nodes wait until they recover)", SickNodesCount, SickNodesExempt))
+		if err != nil {
+			return err
 		}
+		p.ExemptSick = b
 	case AnnotationSickNodeGrace:
 		d, err := time.ParseDuration(val)
 		if err != nil || d < 0 {
@@ -281,6 +279,18 @@ func validMaxUnavailable(v intstr.IntOrString) error {
 		return fmt.Errorf("%s; a percentage must be between 1%% and 100%%", want)
 	}
 	return nil
+}
+
+// either reads an annotation that takes one of two values: false for no, true for
+// yes, and want for anything else.
+func either(val, no, yes string, want error) (bool, error) {
+	switch val {
+	case no:
+		return false, nil
+	case yes:
+		return true, nil
+	}
+	return false, want
 }
 
 func positiveDuration(val string) (time.Duration, error) {

@@ -62,16 +62,20 @@ func isSimulated(node *v1.Node) bool {
 
 // nodeReadyKnob reads a node's ready annotation: absent or true means Ready. An
 // invalid value is reported and means Ready.
-func nodeReadyKnob(node *v1.Node) (bool, error) {
-	s, ok := node.Annotations[AnnotationReady]
+func nodeReadyKnob(node *v1.Node) (bool, error) { return boolKnob(node, AnnotationReady, true) }
+
+// boolKnob reads a node annotation that is true or false: unset, or invalid (which
+// is reported), it is def.
+func boolKnob(node *v1.Node, key string, def bool) (bool, error) {
+	s, ok := node.Annotations[key]
 	if !ok {
-		return true, nil
+		return def, nil
 	}
-	ready, err := strconv.ParseBool(s)
+	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return true, fmt.Errorf("%s=%q: want true or false", AnnotationReady, s)
+		return def, fmt.Errorf("%s=%q: want true or false", key, s)
 	}
-	return ready, nil
+	return b, nil
 }
 
 // kubeletStopped reads a node's kubelet annotation: "stopped" means the kubelet
@@ -90,17 +94,7 @@ func kubeletStopped(node *v1.Node) (bool, error) {
 
 // shuttingDown reads a node's shutdown annotation: "true" means a graceful
 // shutdown is under way. An invalid value is reported and means none.
-func shuttingDown(node *v1.Node) (bool, error) {
-	s, ok := node.Annotations[AnnotationShutdown]
-	if !ok {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: want true or false", AnnotationShutdown, s)
-	}
-	return b, nil
-}
+func shuttingDown(node *v1.Node) (bool, error) { return boolKnob(node, AnnotationShutdown, false) }
 
 // newNode is the Node the simulator registers under the given name and index.
 func newNode(name string, index int, now time.Time) *v1.Node {

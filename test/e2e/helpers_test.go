@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +115,26 @@ func daemonSet(ns, name string, selector map[string]string) *apps.DaemonSet {
 }
 
 func ptrIntOrString(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// sideBySide runs run once per name, as parallel subtests, and returns what each
+// returned once all are done (a subtest that failed leaves its name out).
+func sideBySide[T any](t *testing.T, names []string, run func(t *testing.T, name string) T) map[string]T {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]T{}
+	t.Run("side-by-side", func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				v := run(t, name)
+				mu.Lock()
+				defer mu.Unlock()
+				out[name] = v
+			})
+		}
+	})
+	return out
+}
 
 func createDaemonSet(t *testing.T, ds *apps.DaemonSet) *apps.DaemonSet {
 	t.Helper()

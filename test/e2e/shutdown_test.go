@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,19 +22,7 @@ import (
 // the kubelet to refuse (counted, to show the scenario is the fight of
 // kubernetes/kubernetes#122912).
 func TestGracefulShutdown(t *testing.T) {
-	var mu sync.Mutex
-	creates := map[string]int{}
-	t.Run("controllers", func(t *testing.T) {
-		for _, controller := range []string{sandbox.ControllerEveryNode, sandbox.ControllerUpstream} {
-			t.Run(controller, func(t *testing.T) {
-				t.Parallel()
-				n := shutdownCreates(t, controller)
-				mu.Lock()
-				defer mu.Unlock()
-				creates[controller] = n
-			})
-		}
-	})
+	creates := sideBySide(t, []string{sandbox.ControllerEveryNode, sandbox.ControllerUpstream}, shutdownCreates)
 	if n, ok := creates[sandbox.ControllerEveryNode]; ok && n != 0 {
 		t.Errorf("everynode created %d pods on the node while it shut down, want none", n)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,21 +31,9 @@ import (
 // in companion mode kube-controller-manager does — and both must end in the same
 // state (parity: without the annotation, everynode behaves as upstream).
 func TestSickNodes(t *testing.T) {
-	var mu sync.Mutex
-	outcomes := map[string]string{}
 	// The two sandboxes run side by side: most of each run is waiting for the node
 	// lifecycle controller to give up on the stopped kubelet.
-	t.Run("modes", func(t *testing.T) {
-		for _, mode := range []string{sandbox.ControllerEveryNode, sandbox.ControllerCompanion} {
-			t.Run(mode, func(t *testing.T) {
-				t.Parallel()
-				outcome := sickNodesRollout(t, mode)
-				mu.Lock()
-				defer mu.Unlock()
-				outcomes[mode] = outcome
-			})
-		}
-	})
+	outcomes := sideBySide(t, []string{sandbox.ControllerEveryNode, sandbox.ControllerCompanion}, sickNodesRollout)
 	full, upstream := outcomes[sandbox.ControllerEveryNode], outcomes[sandbox.ControllerCompanion]
 	if full != "" && upstream != "" && full != upstream {
 		t.Errorf("without sick-nodes, everynode's rollout ended as\n%s\nkube-controller-manager's as\n%s", full, upstream)
