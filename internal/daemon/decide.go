@@ -221,12 +221,12 @@ func (d *decision) waitCounts() map[Reason]int {
 		return d.update.waitCounts()
 	}
 	var out map[Reason]int
-	for _, n := range d.placement.nodes {
-		if !n.backoffUntil.IsZero() {
+	for i := range d.placement.nodes {
+		if wait, _ := d.waitOf(i); wait != "" {
 			if out == nil {
 				out = map[Reason]int{}
 			}
-			out[ReasonFailedPodBackoff]++
+			out[wait]++
 		}
 	}
 	return out
@@ -248,8 +248,12 @@ func (d *decision) waitOf(i int) (Reason, time.Time) {
 	if d.update != nil {
 		return d.update.nodes[i].wait, d.update.nodes[i].waitUntil
 	}
-	if until := d.placement.nodes[i].backoffUntil; !until.IsZero() {
-		return ReasonFailedPodBackoff, until
+	n := d.placement.nodes[i]
+	switch {
+	case n.shuttingDown:
+		return ReasonNodeShuttingDown, time.Time{}
+	case !n.backoffUntil.IsZero():
+		return ReasonFailedPodBackoff, n.backoffUntil
 	}
 	return "", time.Time{}
 }

@@ -36,25 +36,26 @@ func TestShutdownPlacement(t *testing.T) {
 		pods    func(ds *apps.DaemonSet) []*v1.Pod
 		creates []string
 		deletes []string
+		held    bool // n1 waits for the node to come back
 	}{
-		{name: "the kubelet reports the shutdown: its stopped pod is kept, none created",
+		{name: "the kubelet reports the shutdown: its stopped pod is kept, none created", held: true,
 			node: newNode("n1", withNodeCondition(v1.NodeReady, v1.ConditionFalse, stopped, "node is shutting down")),
 			pods: func(ds *apps.DaemonSet) []*v1.Pod {
 				return []*v1.Pod{newPod(ds, "p1", "n1", stoppedByShutdown(stopped))}
 			}},
-		{name: "a pod stopped for a shutdown, the node not Ready since: held",
+		{name: "a pod stopped for a shutdown, the node not Ready since: held", held: true,
 			node: newNode("n1", withNodeCondition(v1.NodeReady, v1.ConditionTrue, stopped.Add(-time.Hour), "")),
 			pods: func(ds *apps.DaemonSet) []*v1.Pod {
 				return []*v1.Pod{newPod(ds, "p1", "n1", stoppedByShutdown(stopped))}
 			}},
-		{name: "a pod refused while shutting down: held",
+		{name: "a pod refused while shutting down: held", held: true,
 			node: newNode("n1"),
 			pods: func(ds *apps.DaemonSet) []*v1.Pod {
 				return []*v1.Pod{newPod(ds, "p1", "n1", withPhase(v1.PodFailed), withStatusReason(PodReasonShutdownRejected))}
 			}},
-		{name: "no pod on a node shutting down: none created",
+		{name: "no pod on a node shutting down: none created", held: true,
 			node: newNode("n1", withNodeCondition(v1.NodeGracefulNodeShutdownInProgress, v1.ConditionTrue, stopped, ""))},
-		{name: "out of service: none created",
+		{name: "out of service: none created", held: true,
 			node: newNode("n1", withTaint(v1.TaintNodeOutOfService, v1.TaintEffectNoExecute))},
 		{name: "back: Ready since the shutdown, the stopped pod is replaced",
 			node: newNode("n1", withNodeCondition(v1.NodeReady, v1.ConditionTrue, stopped.Add(time.Second), "")),
@@ -92,6 +93,9 @@ func TestShutdownPlacement(t *testing.T) {
 				}
 				if got := deletedNames(p); !slices.Equal(got, tt.deletes) {
 					t.Errorf("slim %v: deletes %v, want %v", slim, got, tt.deletes)
+				}
+				if got := waits(s)["n1"]; (got == ReasonNodeShuttingDown) != tt.held {
+					t.Errorf("slim %v: n1 waits for %q, want NodeShuttingDown: %v", slim, got, tt.held)
 				}
 			}
 		})

@@ -80,7 +80,10 @@ func newUpdater(pl *Placement, pol *Policy, revs revisions, refused map[types.UI
 	u.nodes = make([]unode, len(pl.nodes))
 	for i, n := range pl.nodes {
 		u.nodes[i].nodeState = n
-		if !n.backoffUntil.IsZero() {
+		switch {
+		case n.shuttingDown:
+			u.nodes[i].wait = ReasonNodeShuttingDown
+		case !n.backoffUntil.IsZero():
 			u.nodes[i].wait, u.nodes[i].waitUntil = ReasonFailedPodBackoff, n.backoffUntil
 		}
 	}
