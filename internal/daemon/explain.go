@@ -34,6 +34,9 @@ type Report struct {
 	Settled bool
 	// Nodes are in name order.
 	Nodes []NodeReport
+	// Unavailable counts the nodes that should run the pod and have no available
+	// one, by cause (causes.go), most first; nil when none.
+	Unavailable []CauseCount
 	// Events are what the next sync would record, such as an invalid spec.
 	Events []Event
 }
@@ -53,6 +56,9 @@ type NodeReport struct {
 	// Failures counts the DaemonSet's failed pods on the node, when one is there
 	// (the step of its failed-pod back-off).
 	Failures int
+	// Unavailable, for a node that should run the pod and has no available one,
+	// says why; nil otherwise.
+	Unavailable *Unavailable
 	// Next are the changes the next sync makes here, for people.
 	Next []string
 }
@@ -114,6 +120,7 @@ func Explain(s *Snapshot) Report {
 		next[node] = append(next[node], fmt.Sprintf("update pod %s in place (%s)", u.Pod.Name, u.Reason))
 	}
 	pl := d.placement
+	r.Unavailable = pl.unavailable()
 	for i, n := range pl.nodes {
 		if companion && n.node != nil && n.verdict.Run && !pl.hasLivePod(n) {
 			next[n.name] = append(next[n.name], "wait for the DaemonSet controller that places pods to create one")
@@ -125,6 +132,9 @@ func Explain(s *Snapshot) Report {
 		}
 		if n.node != nil && pol.WaveKey != "" {
 			nr.Wave = n.node.Labels[pol.WaveKey]
+		}
+		if u, ok := pl.unavailableOn(n); ok {
+			nr.Unavailable = &u
 		}
 		for _, pod := range n.pods {
 			nr.Pods = append(nr.Pods, PodReport{Name: pod.Name, Hash: pod.Labels[HashLabel], Updated: pl.updated(pod),

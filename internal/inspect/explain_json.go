@@ -24,6 +24,15 @@ type JSON struct {
 	Settled bool           `json:"settled"`
 	Events  []daemon.Event `json:"events,omitempty"`
 	Nodes   []JSONNode     `json:"nodes"`
+	// Unavailable counts the nodes without an available pod by cause.
+	Unavailable []JSONCause `json:"unavailable,omitempty"`
+}
+
+// JSONCause is why some nodes have no available pod.
+type JSONCause struct {
+	Cause  string `json:"cause"`
+	Detail string `json:"detail,omitempty"`
+	Nodes  int    `json:"nodes,omitempty"`
 }
 
 // JSONNode is one node's report.
@@ -41,6 +50,8 @@ type JSONNode struct {
 	// FailedPods counts the DaemonSet's failed pods on the node, when one is there.
 	FailedPods int      `json:"failedPods,omitempty"`
 	Next       []string `json:"next,omitempty"`
+	// Unavailable: why the node has no available pod, when it should run one.
+	Unavailable *JSONCause `json:"unavailable,omitempty"`
 }
 
 // JSONPod is one of the DaemonSet's pods on a node.
@@ -61,6 +72,9 @@ func (e *Explanation) WriteJSON(w io.Writer, node string) error {
 	out := JSON{Namespace: e.DaemonSet.Namespace, DaemonSet: e.DaemonSet.Name, Revision: r.Revision, Hash: r.Hash,
 		WaveKey: e.WaveKey, Progressing: r.Progressing, Problems: r.Problems, Settled: r.Settled, Events: r.Events,
 		Nodes: []JSONNode{}}
+	for _, c := range r.Unavailable {
+		out.Unavailable = append(out.Unavailable, JSONCause{Cause: string(c.Cause), Detail: c.Detail, Nodes: c.Nodes})
+	}
 	nodes := r.Nodes
 	if node != "" {
 		n, err := e.Node(node)
@@ -75,6 +89,9 @@ func (e *Explanation) WriteJSON(w io.Writer, node string) error {
 			Waiting: string(n.Waiting), WaitMessage: n.WaitMessage(), FailedPods: n.Failures, Next: n.Next}
 		if !n.Until.IsZero() {
 			jn.Until = &metav1.Time{Time: n.Until}
+		}
+		if u := n.Unavailable; u != nil {
+			jn.Unavailable = &JSONCause{Cause: string(u.Cause), Detail: u.Detail}
 		}
 		for _, p := range n.Pods {
 			jn.Pods = append(jn.Pods, JSONPod{Name: p.Name, Hash: p.Hash, Revision: e.Revisions[p.Hash], Updated: p.Updated,

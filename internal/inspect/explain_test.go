@@ -63,9 +63,10 @@ func TestExplainTable(t *testing.T) {
 		!strings.Contains(x[9], "node node-x does not match the pod's nodeSelector") {
 		t.Errorf("row node-x = %q", x)
 	}
-	if len(summary) != 2 ||
+	if len(summary) != 3 ||
 		summary[0] != "daemonset/agent: current revision 2 (hash "+e.Report.Hash+"); 3 nodes should run it, 2 run the current revision, 1 of them available" ||
-		summary[1] != "Progressing: True/RollingOut: rolling out revision 2 (since 2030-01-01T11:50:00Z)" {
+		summary[1] != "Unavailable: 1 Starting" ||
+		summary[2] != "Progressing: True/RollingOut: rolling out revision 2 (since 2030-01-01T11:50:00Z)" {
 		t.Errorf("summary:\n%s", strings.Join(summary, "\n"))
 	}
 }

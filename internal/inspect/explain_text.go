@@ -90,6 +90,9 @@ func (e *Explanation) WriteNode(w io.Writer, node string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s: %s\n", label, p.Name, strings.Join(state, ", "))
 	}
+	if u := n.Unavailable; u != nil {
+		fmt.Fprintf(tw, "Unavailable:\t%s\n", u)
+	}
 	if n.Waiting == "" {
 		fmt.Fprintf(tw, "Waiting for:\tnothing\n")
 	} else {
@@ -120,6 +123,9 @@ func (e *Explanation) writeSummary(w io.Writer) error {
 	total := Count(r)
 	fmt.Fprintf(w, "daemonset/%s: current revision %s (hash %s); %d nodes should run it, %d run the current revision, %d of them available\n",
 		e.DaemonSet.Name, rev, r.Hash, total.Nodes, total.Updated, total.Available)
+	if len(r.Unavailable) > 0 {
+		fmt.Fprintf(w, "Unavailable: %s\n", daemon.FormatCauses(r.Unavailable))
+	}
 	if r.Companion {
 		fmt.Fprintf(w, "Update: everynode deletes old pods within %s=%s; the DaemonSet controller that places pods recreates them\n",
 			daemon.AnnotationMaxUnavailable, e.DaemonSet.Annotations[daemon.AnnotationMaxUnavailable])
