@@ -21,7 +21,9 @@ func TestUnavailableCauses(t *testing.T) {
 		{name: "new pod not Ready", pods: func(ds *apps.DaemonSet) []*v1.Pod { return []*v1.Pod{newPod(ds, "p", "n1", notReady())} },
 			cause: "Starting"},
 		{name: "old pod terminating for the update",
-			pods: func(ds *apps.DaemonSet) []*v1.Pod { return []*v1.Pod{newPod(ds, "p", "n1", old(), notReady(), terminating())} }, cause: "Updating"},
+			pods: func(ds *apps.DaemonSet) []*v1.Pod {
+				return []*v1.Pod{newPod(ds, "p", "n1", old(), notReady(), terminating())}
+			}, cause: "Updating"},
 		{name: "crash-looping", pods: func(ds *apps.DaemonSet) []*v1.Pod {
 			return []*v1.Pod{newPod(ds, "p", "n1", notReady(), waitingIn("CrashLoopBackOff", false))}
 		}, cause: "Failing (CrashLoopBackOff)"},
