@@ -32,7 +32,7 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 // shutdownObserve is how long a node stays shutting down in the scenario.
-const shutdownObserve = 30 * time.Second
+const shutdownObserve = 20 * time.Second
 
 // shutdownCreates runs the scenario in a sandbox whose DaemonSet controller is
 // controller and returns how many pods it created on the node while it shut down.
