@@ -86,8 +86,12 @@ func (r *rollout) describe(u *updater, complete bool, prev *apps.DaemonSetCondit
 		return ReasonWavePause, v1.ConditionTrue, fmt.Sprintf("revision %d: wave %s=%q starts at %s, after the wave pause", rev, g.waveKey, g.wave, g.holdUntil.UTC().Format(time.RFC3339))
 	}
 	if sick := u.sickLeft(); len(sick) > 0 {
-		return ReasonSickNodesLeft, v1.ConditionTrue, fmt.Sprintf("revision %d runs on every healthy node; %d sick nodes keep their pods until they recover (%s): %s",
-			rev, len(sick), AnnotationSickNodes, strings.Join(sick, ", "))
+		keep := fmt.Sprintf("%d sick nodes keep their pods until they recover", len(sick))
+		if len(sick) == 1 {
+			keep = "1 sick node keeps its pod until it recovers"
+		}
+		return ReasonSickNodesLeft, v1.ConditionTrue, fmt.Sprintf("revision %d runs on every healthy node; %s (%s): %s",
+			rev, keep, AnnotationSickNodes, strings.Join(sick, ", "))
 	}
 	if why := r.onlyHold(u); why != "" {
 		switch why {

@@ -132,7 +132,7 @@ var waitReasons = [...]waitRow{
 	{ReasonPartitionHeld, "partition", "the partition to be lowered (" + AnnotationPartition + ")", WaitHeld},
 	{ReasonSurgeHostPort, "host port", "a host port its old pod holds: the surge pod cannot be scheduled (" + AnnotationSurgeFallback + ": " + SurgeDeleteFirst + " replaces the old pod first)", WaitHeld},
 	{ReasonFailedPodBackoff, "back-off", "the back-off after its pod failed", WaitFailed},
-	{ReasonNodeShuttingDown, "shutting down", "the node to come back: it is shutting down, and its pod is left alone (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
+	{ReasonNodeShuttingDown, "shutting down", "the node to come back: it is shutting down, and its pod is left alone until then", WaitHeld},
 	{ReasonNodeMaintenance, "maintenance", "the node's maintenance to end (DrainInProgress or MaintenanceInProgress): its pod is left alone (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
 	{ReasonNodeNotReady, "node not ready", "the node to be Ready again: its pod is left alone (" + AnnotationSickNodes + ": " + SickNodesExempt + ")", WaitHeld},
 	{ReasonBudgetFull, "budget", "its turn: maxUnavailable/maxSurge is used up by other nodes", WaitHeld},
