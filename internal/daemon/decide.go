@@ -167,6 +167,7 @@ func decideUpdate(s *Snapshot) (Plan, *decision) {
 	// The other controller's placement, as the placement rules see it: what they
 	// would do is that controller's to do, and is left out of the Plan.
 	pl := arrange(s, eligibilityOf(s), p.Hash, nil, owned)
+	pl.markShutdowns()
 	pol := policyOf(s, true)
 	d := &decision{placement: pl, selector: selector}
 	d.update = newUpdater(pl, &pol, revs, s.InPlaceRefused)

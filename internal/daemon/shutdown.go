@@ -27,6 +27,15 @@ const (
 	PodReasonShutdownRejected = "NodeShutdown"
 )
 
+// markShutdowns marks the nodes shutting down, for the update stage alone (in
+// companion mode, where another controller places the pods); placement marks them
+// as it goes (placeNode).
+func (pl *Placement) markShutdowns() {
+	for _, n := range pl.nodes {
+		n.shuttingDown = n.node != nil && nodeShuttingDown(n)
+	}
+}
+
 // nodeShuttingDown reports whether node n is shutting down.
 func nodeShuttingDown(n *nodeState) bool {
 	if cause, _, _ := NodeTrouble(n.node); cause == ReasonNodeShuttingDown {

@@ -102,6 +102,22 @@ func TestShutdownPlacement(t *testing.T) {
 	}
 }
 
+// In companion mode too, the update does not delete a pod the shutdown stopped (the
+// other controller would place another for the kubelet to refuse).
+func TestShutdownCompanion(t *testing.T) {
+	ds := companionDS("1")
+	s := companionCluster(ds)
+	onNodes(s, withNodeCondition(v1.NodeReady, v1.ConditionFalse, t0, "node is shutting down"), "n1")
+	replace(s, newPod(ds, "old-n1", "n1", old(), stoppedByShutdown(t0)))
+	p := DecideUpdate(s)
+	if got := deletedNames(p); len(got) != 0 {
+		t.Errorf("companion mode deletes %v, want nothing: the shutting-down node's pod counts against the budget and is left alone", got)
+	}
+	if got := waits(s)["n1"]; got != ReasonNodeShuttingDown {
+		t.Errorf("n1 waits for %q, want NodeShuttingDown", got)
+	}
+}
+
 // The update leaves a node shutting down alone too, and counts it against the
 // budget while it has no available pod.
 func TestShutdownUpdate(t *testing.T) {
