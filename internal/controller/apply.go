@@ -47,6 +47,7 @@ func (c *Controller) apply(ctx context.Context, ds *apps.DaemonSet, key string, 
 	}
 	statusErr := errors.Join(c.writeStatus(ctx, ds, key, p.Status), c.writeConditions(ctx, ds, key, p.Conditions))
 	c.metrics.observeWaiting(ds, p.Waiting)
+	c.metrics.observeUnavailable(ds, p.Unavailable)
 	c.metrics.observeProgressing(ds, progressingAfter(ds, p))
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)

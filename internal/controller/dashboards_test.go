@@ -131,7 +131,7 @@ func TestDashboardAndAlertsNameServedMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"everynode_daemonset_rollout_state", "everynode_daemonset_nodes_waiting", "everynode_leading"} {
+	for _, want := range []string{"everynode_daemonset_rollout_state", "everynode_daemonset_nodes_waiting", "everynode_daemonset_unavailable_pods", "everynode_leading"} {
 		if !used[want] {
 			t.Errorf("neither the dashboard nor the alerts use %s", want)
 		}

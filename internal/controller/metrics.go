@@ -22,6 +22,7 @@ type Metrics struct {
 	available    *prometheus.GaugeVec
 	progressing  *prometheus.GaugeVec
 	waiting      *prometheus.GaugeVec
+	unavailable  *prometheus.GaugeVec
 	leading      prometheus.Gauge
 	queueDepth   func() int
 	podWrites    func() int
@@ -88,6 +89,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "everynode_daemonset_nodes_waiting",
 			Help: "Nodes where something the DaemonSet should do waits, by what it waits for (as everynode explain says: BudgetFull, NewPodNotAvailable, Paused, FailedPodBackoff ...).",
 		}, append(dsLabels, "reason")),
+		unavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "everynode_daemonset_unavailable_pods",
+			Help: "Nodes that should run the DaemonSet's pod and have no available one, by cause (as everynode explain says: Updating, Starting, Failing, NodeNotReady, NodeShuttingDown, NodeMaintenance, Evicted, Unknown).",
+		}, append(dsLabels, "cause")),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "everynode_leading",
 			Help: "1 while this replica leads (holds the Lease, or runs without leader election) and syncs DaemonSets; 0 while it stands by.",
@@ -95,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.reg = reg
 	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.podsUpdated, m.failedPods, m.decisions, m.desired, m.updated, m.available,
-		m.progressing, m.waiting, m.leading,
+		m.progressing, m.waiting, m.unavailable, m.leading,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "everynode_workqueue_depth",
 			Help: "DaemonSets waiting to be synced.",
@@ -148,6 +153,19 @@ func (m *Metrics) observeWaiting(ds *apps.DaemonSet, waiting map[daemon.Reason]i
 	}
 }
 
+// observeUnavailable records how many of the DaemonSet's nodes have no available
+// pod, by cause.
+func (m *Metrics) observeUnavailable(ds *apps.DaemonSet, causes []daemon.CauseCount) {
+	m.unavailable.DeletePartialMatch(prometheus.Labels{"namespace": ds.Namespace, "daemonset": ds.Name})
+	byCause := map[daemon.Reason]int{}
+	for _, c := range causes {
+		byCause[c.Cause] += c.Nodes
+	}
+	for cause, n := range byCause {
+		m.unavailable.WithLabelValues(ds.Namespace, ds.Name, string(cause)).Set(float64(n))
+	}
+}
+
 // SetLeading records whether this replica leads.
 func (m *Metrics) SetLeading(leading bool) {
 	v := 0.0
@@ -161,7 +179,7 @@ func (m *Metrics) forget(namespace, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.updated, m.available} {
 		g.DeleteLabelValues(namespace, name)
 	}
-	for _, g := range []*prometheus.GaugeVec{m.progressing, m.waiting} {
+	for _, g := range []*prometheus.GaugeVec{m.progressing, m.waiting, m.unavailable} {
 		g.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "daemonset": name})
 	}
 }

@@ -95,9 +95,17 @@ func (pl *Placement) unavailable() []CauseCount {
 			byCause[u]++
 		}
 	}
-	out := make([]CauseCount, 0, len(byCause))
+	return causeCounts(byCause)
+}
+
+// causeCounts lists the counts of byCause, most nodes first; nil when none is
+// above zero.
+func causeCounts(byCause map[Unavailable]int) []CauseCount {
+	var out []CauseCount
 	for u, nodes := range byCause {
-		out = append(out, CauseCount{Unavailable: u, Nodes: nodes})
+		if nodes > 0 {
+			out = append(out, CauseCount{Unavailable: u, Nodes: nodes})
+		}
 	}
 	slices.SortFunc(out, func(a, b CauseCount) int {
 		if c := cmp.Compare(b.Nodes, a.Nodes); c != 0 {

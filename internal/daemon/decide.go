@@ -132,6 +132,7 @@ func decide(s *Snapshot) (Plan, *decision) {
 	}
 	p.RequeueAfter = d.requeueAfter()
 	p.Waiting = d.waitCounts()
+	p.Unavailable = pl.unavailable()
 	return p, d
 }
 
@@ -183,6 +184,7 @@ func decideUpdate(s *Snapshot) (Plan, *decision) {
 	finishPodChanges(s, &p)
 	p.RequeueAfter = d.requeueAfter()
 	p.Waiting = d.waitCounts()
+	p.Unavailable = pl.unavailable()
 	return p, d
 }
 

@@ -48,6 +48,8 @@ type Memo struct {
 	// unavailable counts the entries whose pod, of the current revision, is not
 	// available: on a settled RollingUpdate those nodes wait for it.
 	unavailable int
+	// causes counts the entries by why their node has no available pod.
+	causes map[Unavailable]int
 	// looked is how many nodes the last decision from the memo looked at again.
 	looked int
 }
@@ -76,6 +78,9 @@ type memoNode struct {
 	pending bool
 	// unavailable: the pod is of the current revision and not available.
 	unavailable bool
+	// cause: why the node, which should run the pod, has none available (set).
+	cause    Unavailable
+	hasCause bool
 }
 
 // newMemo records what a full decision d worked out, or returns nil when the
@@ -119,6 +124,7 @@ func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 		if e.unavailable {
 			m.unavailable++
 		}
+		m.countCause(e, 1)
 	}
 	if len(m.byPod) != v.claimed {
 		return nil // claimed pods the rules skip: the full decision sorts them out
@@ -182,7 +188,19 @@ func (m *Memo) entry(v *Placement, n *nodeState, p *placed) (memoNode, bool) {
 		return e, false
 	}
 	e.unavailable = e.pod != nil && v.updated(e.pod) && !v.deleting(e.pod) && !v.available(e.pod)
+	e.cause, e.hasCause = v.unavailableOn(n)
 	return e, true
+}
+
+// countCause adds (by 1) or takes away (by -1) e's cause from the counts.
+func (m *Memo) countCause(e memoNode, by int) {
+	if !e.hasCause {
+		return
+	}
+	if m.causes == nil {
+		m.causes = map[Unavailable]int{}
+	}
+	m.causes[e.cause] += by
 }
 
 // decide makes the decision from the memo, updating it, or reports that only the
@@ -229,7 +247,10 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 		m.total.sub(e.share)
 		m.total.add(next.share)
 		m.unavailable += b2i(next.unavailable) - b2i(e.unavailable)
+		m.countCause(*e, -1)
+		m.countCause(next, 1)
 		e.share, e.pending, e.unavailable = next.share, next.pending, next.unavailable
+		e.cause, e.hasCause = next.cause, next.hasCause
 		if e.pending {
 			m.pending = append(m.pending, i)
 		}
@@ -246,6 +267,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	if settled && m.unavailable > 0 && ds.Spec.UpdateStrategy.Type == apps.RollingUpdateDaemonSetStrategyType {
 		p.Waiting = map[Reason]int{ReasonNewPodUnavailable: m.unavailable}
 	}
+	p.Unavailable = causeCounts(m.causes)
 	return p, true
 }
 

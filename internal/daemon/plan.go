@@ -117,6 +117,10 @@ type Plan struct {
 	// Waiting counts the nodes that wait for something, by what they wait for (the
 	// NodeReport's Waiting); nil when none does.
 	Waiting map[Reason]int
+	// Unavailable counts the nodes that should run the pod and have no available
+	// one, by cause (causes.go), most first; nil when there are none. Not computed
+	// when the DaemonSet is being deleted or its spec cannot be used.
+	Unavailable []CauseCount
 }
 
 // PodCreate asks for a daemon pod on Node.
