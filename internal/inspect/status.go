@@ -50,6 +50,28 @@ type Progress struct {
 	Waves   []Counts
 	// Failure says why the rollout failed, in one line ("" while it has not).
 	Failure string
+	// Unavailable counts the nodes without an available pod by cause, when it was
+	// looked for (Unavailable: once, not on every refresh of a watch).
+	Unavailable []daemon.CauseCount
+}
+
+// LookUnavailable reads why the DaemonSet's unavailable nodes are so, into p; it lists
+// the nodes and the namespace's pods and revisions, so a watch does it once, at
+// its end, not on every refresh.
+func (p *Progress) LookUnavailable(ctx context.Context, client kubernetes.Interface, ds *apps.DaemonSet, now time.Time) {
+	if p.Available >= p.Desired {
+		return
+	}
+	if s, err := Gather(ctx, client, ds, now); err == nil {
+		p.Unavailable = daemon.Explain(s).Unavailable
+	}
+}
+
+func (p Progress) unavailableSuffix() string {
+	if len(p.Unavailable) == 0 {
+		return ""
+	}
+	return "; unavailable: " + daemon.FormatCauses(p.Unavailable)
 }
 
 // Observed reports whether the controller has seen the DaemonSet's latest spec.
@@ -108,7 +130,7 @@ func (p Progress) Line() string {
 		}
 		parts = append(parts, fmt.Sprintf("waves by %s: %s", p.WaveKey, strings.Join(ws, ", ")))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + p.unavailableSuffix()
 }
 
 // Block is the progress as a terminal shows it: a bar, the condition, a line per wave.
@@ -156,6 +178,7 @@ func Status(ctx context.Context, client kubernetes.Interface, ns, name string, o
 		if err != nil {
 			return err
 		}
+		p.LookUnavailable(ctx, client, ds, o.Now())
 		fmt.Fprintln(o.Out, p.Line())
 		if p.Failure != "" {
 			return errors.New(p.Failure)
@@ -213,8 +236,13 @@ func Status(ctx context.Context, client kubernetes.Interface, ns, name string, o
 			if ctx.Err() != nil {
 				return fmt.Errorf("stopped watching daemonset/%s: %v", name, ctx.Err())
 			}
-			return fmt.Errorf("timed out after %v waiting for the rollout of daemonset/%s: %d of %d updated, %d of %d available%s; raise --timeout to wait longer",
-				o.Timeout, name, last.Updated, last.Desired, last.Available, last.Desired, conditionSuffix(last.Condition))
+			if obj, ok, _ := store.GetByKey(ns + "/" + name); ok {
+				look, cancel := context.WithTimeout(ctx, 10*time.Second)
+				last.LookUnavailable(look, client, obj.(*apps.DaemonSet), o.Now())
+				cancel()
+			}
+			return fmt.Errorf("timed out after %v waiting for the rollout of daemonset/%s: %d of %d updated, %d of %d available%s%s; raise --timeout to wait longer",
+				o.Timeout, name, last.Updated, last.Desired, last.Available, last.Desired, last.unavailableSuffix(), conditionSuffix(last.Condition))
 		case <-changed:
 			synced = true
 		case <-tick.C:

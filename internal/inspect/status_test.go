@@ -182,7 +182,7 @@ func TestStatusWaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "daemonset/agent: 2 of 3 updated, 2 of 3 available; Progressing True/RollingOut: rolling out revision 2; " +
-		"waves by zone: b 2 nodes 2 updated 1 available, a 1 nodes 0 updated 0 available\n"
+		"waves by zone: b 2 nodes 2 updated 1 available, a 1 nodes 0 updated 0 available; unavailable: 1 Starting\n"
 	if out.String() != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
 	}
@@ -255,5 +255,17 @@ func TestStatusCompanionOnDelete(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `daemonset "agent" successfully rolled out`) {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// A watch that times out says why the unavailable nodes are so, read once at the end.
+func TestStatusTimeoutSaysWhyUnavailable(t *testing.T) {
+	client, _ := wavesCluster(t)
+	var out syncBuffer
+	o := opts(&out)
+	o.Timeout = 200 * time.Millisecond
+	err := Status(context.Background(), client, ns, "agent", o)
+	if err == nil || !strings.Contains(err.Error(), "2 of 3 available; unavailable: 1 Starting (Progressing True/RollingOut") {
+		t.Errorf("err = %v, want the timeout to count the unavailable node as Starting", err)
 	}
 }
