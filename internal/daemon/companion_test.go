@@ -237,3 +237,21 @@ func TestMaxUnavailableOnARollingUpdateHolds(t *testing.T) {
 		t.Errorf("condition %+v, want InvalidAnnotation naming rollingUpdate.maxUnavailable", c)
 	}
 }
+
+// A canary node whose old pod is going and whose new one the other controller has
+// not created yet is still being updated: the rollout is not yet waiting for
+// promotion.
+func TestCompanionCanaryNotHeldMidUpdate(t *testing.T) {
+	ds := companionDS("1", AnnotationCanary, "canary=true")
+	s := companionCluster(ds)
+	label(s, []string{"canary", "true"}, "n1", "n3")
+	replace(s, newPod(ds, "new-n1", "n1"), newPod(ds, "old-n3", "n3", old(), terminating()))
+	c := Condition(DecideUpdate(s).Conditions, ConditionProgressing)
+	if c == nil || Reason(c.Reason) != ReasonRollingOut {
+		t.Errorf("Progressing = %+v, want RollingOut while canary node n3 waits for its new pod", c)
+	}
+	replace(s, newPod(ds, "new-n3", "n3"))
+	if c := Condition(DecideUpdate(s).Conditions, ConditionProgressing); c == nil || Reason(c.Reason) != ReasonCanaryHeld {
+		t.Errorf("Progressing = %+v, want WaitingForPromotion once every canary node runs the new revision", c)
+	}
+}

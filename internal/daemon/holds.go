@@ -73,7 +73,8 @@ type rollout struct {
 	desired int
 	// oldNodes counts the nodes that should run the pod and run only an older one.
 	oldNodes int
-	// waiting: a pod of the current revision is not available yet.
+	// waiting: a pod of the current revision is not available yet, or a node's
+	// new pod is not there yet.
 	waiting bool
 	// failed says why the current revision's rollout failed ("" if it has not);
 	// fresh when that was found in this sync.
@@ -135,6 +136,11 @@ func (u *updater) assess(since time.Time, desired int) *rollout {
 			r.oldNodes++
 		}
 		if cur != nil && !cur.healthy && n.sick == "" {
+			r.waiting = true
+		}
+		if ok && cur == nil && old == nil && n.sick == "" && !n.shuttingDown {
+			// Its old pod is going or gone and the new one is not there yet: the
+			// update is under way on it, whatever holds the other nodes.
 			r.waiting = true
 		}
 	}
