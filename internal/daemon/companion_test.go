@@ -254,4 +254,18 @@ func TestCompanionCanaryNotHeldMidUpdate(t *testing.T) {
 	if c := Condition(DecideUpdate(s).Conditions, ConditionProgressing); c == nil || Reason(c.Reason) != ReasonCanaryHeld {
 		t.Errorf("Progressing = %+v, want WaitingForPromotion once every canary node runs the new revision", c)
 	}
+
+	// The sync that deletes the last canary node's old pod does not say the rollout
+	// waits for promotion either, whatever the order it sees the nodes in.
+	for _, order := range [][]string{{"n1", "n2", "n3", "n4", "n5"}, {"n5", "n4", "n3", "n2", "n1"}} {
+		s := rolloutCluster(ds, order...)
+		s.Revisions = []*apps.ControllerRevision{olderRevision(ds, "img:v0", "old", 1), currentRevision(ds, 2)}
+		label(s, []string{"canary", "true"}, "n1", "n3")
+		replace(s, newPod(ds, "new-n3", "n3"))
+		p := DecideUpdate(s)
+		c := Condition(p.Conditions, ConditionProgressing)
+		if got := deletedNames(p); len(got) != 1 || got[0] != "old-n1" || c == nil || Reason(c.Reason) != ReasonRollingOut {
+			t.Errorf("nodes in order %v: deletes %v, Progressing %+v; want old-n1 deleted and RollingOut", order, got, c)
+		}
+	}
 }

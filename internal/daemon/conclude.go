@@ -116,8 +116,8 @@ func (r *rollout) onlyHold(u *updater) Reason {
 		if cur, old, ok := u.podsOnNode(n); !ok || cur != nil || old == nil {
 			continue
 		}
-		if why != "" && n.wait != why {
-			return ""
+		if n.wait == "" || (why != "" && n.wait != why) {
+			return "" // it is being updated now, or held for another reason
 		}
 		why = n.wait
 	}

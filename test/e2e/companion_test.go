@@ -282,7 +282,11 @@ func TestCompanion(t *testing.T) {
 			canary := i%2 == 0
 			pods := byNode[node]
 			if len(pods) != 1 || (pods[0].Labels[apps.ControllerRevisionHashLabelKey] == rev2) != canary {
-				t.Errorf("node %s (canary %t) runs %d pods, hash %s; want the new revision on canaries only", node, canary, len(pods), pods[0].Labels[apps.ControllerRevisionHashLabelKey])
+				var hashes []string
+				for _, p := range pods {
+					hashes = append(hashes, p.Labels[apps.ControllerRevisionHashLabelKey])
+				}
+				t.Errorf("node %s (canary %t) runs %d pods, hashes %v; want the new revision on canaries only", node, canary, len(pods), hashes)
 			}
 		}
 		c.everynode(t, "rollout", "promote", "agent", "-n", ns)
