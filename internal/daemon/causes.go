@@ -134,14 +134,8 @@ func evicted(pod *v1.Pod) bool {
 func failingContainer(pod *v1.Pod) string {
 	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range list {
-			if w := cs.State.Waiting; w != nil && failingWaits[w.Reason] {
-				return w.Reason
-			}
-			if t := cs.State.Terminated; t != nil && t.Reason == oomKilled {
-				return oomKilled
-			}
-			if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == oomKilled && !cs.Ready {
-				return oomKilled
+			if reason, _ := failingReason(cs); reason != "" && (reason != oomKilled || !cs.Ready) {
+				return reason
 			}
 		}
 	}

@@ -157,23 +157,45 @@ func (u *updater) containerFailure(pod *v1.Pod) (container, how string) {
 }
 
 func failingState(cs v1.ContainerStatus) string {
-	if w := cs.State.Waiting; w != nil && failingWaits[w.Reason] {
-		if w.Message == "" {
-			return "is waiting in " + w.Reason
-		}
-		msg := w.Message
+	reason, how := failingReason(cs)
+	switch {
+	case reason == "":
+		return ""
+	case how == waitingNow && cs.State.Waiting.Message != "":
+		msg := cs.State.Waiting.Message
 		if len(msg) > maxWaitMessage {
 			msg = msg[:maxWaitMessage] + "…"
 		}
-		return fmt.Sprintf("is waiting in %s (%s)", w.Reason, msg)
-	}
-	if t := cs.State.Terminated; t != nil && t.Reason == oomKilled {
+		return fmt.Sprintf("is waiting in %s (%s)", reason, msg)
+	case how == waitingNow:
+		return "is waiting in " + reason
+	case how == terminatedNow:
 		return "was killed for memory (" + oomKilled + ")"
 	}
-	if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == oomKilled {
-		return "was last terminated " + oomKilled
+	return "was last terminated " + oomKilled
+}
+
+// How a container fails, for failingReason.
+const (
+	waitingNow = iota
+	terminatedNow
+	terminatedLast
+)
+
+// failingReason is the kubelet's reason for a failing container — a failing wait,
+// or OOMKilled now or at its last run — and which of the three it is; "" when the
+// container is not failing.
+func failingReason(cs v1.ContainerStatus) (string, int) {
+	if w := cs.State.Waiting; w != nil && failingWaits[w.Reason] {
+		return w.Reason, waitingNow
 	}
-	return ""
+	if t := cs.State.Terminated; t != nil && t.Reason == oomKilled {
+		return oomKilled, terminatedNow
+	}
+	if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == oomKilled {
+		return oomKilled, terminatedLast
+	}
+	return "", 0
 }
 
 func restartCount(pod *v1.Pod) int32 {
