@@ -120,6 +120,7 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 		MinStatusInterval: cfg.MinStatusInterval,
 		MaxStatusHold:     cfg.MaxStatusHold,
 		SyncBatchPeriod:   cfg.SyncBatchPeriod,
+		NodeGate:          cfg.NodeGate,
 		RateLimiter:       limiter,
 		Metrics:           metrics,
 	})

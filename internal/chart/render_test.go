@@ -156,3 +156,47 @@ func TestRender_RolloutStatusHook(t *testing.T) {
 		}
 	}
 }
+
+// nodeGate.enabled alone lets the controller patch nodes, and tells it whether to
+// run the gate; off, its ClusterRole only reads nodes.
+func TestRender_NodeGate(t *testing.T) {
+	c, err := Load(charts.Everynode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"full", "companion"} {
+		for _, enabled := range []bool{false, true} {
+			objs, err := Render(c, "everynode", "everynode", map[string]any{"mode": mode, "nodeGate": map[string]any{"enabled": enabled}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			patchesNodes, arg := false, ""
+			for _, o := range objs {
+				switch o.GetKind() {
+				case "ClusterRole":
+					rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+					for _, r := range rules {
+						rule := r.(map[string]any)
+						if fmt.Sprint(rule["resources"]) == "[nodes]" && strings.Contains(fmt.Sprint(rule["verbs"]), "patch") {
+							patchesNodes = true
+						}
+					}
+				case "Deployment":
+					containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+					args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+					for _, a := range args {
+						if strings.HasPrefix(a, "--node-gate=") {
+							arg = a
+						}
+					}
+				}
+			}
+			if patchesNodes != enabled || arg != fmt.Sprintf("--node-gate=%v", enabled) {
+				t.Errorf("%s mode, nodeGate.enabled=%v: node patch granted %v, controller arg %q", mode, enabled, patchesNodes, arg)
+			}
+		}
+	}
+	if _, err := Render(c, "everynode", "everynode", map[string]any{"nodeGate": map[string]any{"enabled": "yes"}}); err == nil {
+		t.Error("nodeGate.enabled=\"yes\" rendered; want the schema's refusal")
+	}
+}

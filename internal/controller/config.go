@@ -29,7 +29,9 @@ type Config struct {
 	MaxStatusHold time.Duration
 	// SyncBatchPeriod: see Options.SyncBatchPeriod.
 	SyncBatchPeriod time.Duration
-	MetricsAddr     string
+	// NodeGate: see Options.NodeGate.
+	NodeGate    bool
+	MetricsAddr string
 	// ProbeTimeout and ProbeNamespace: see Options.
 	ProbeTimeout   time.Duration
 	ProbeNamespace string
@@ -61,6 +63,7 @@ func DefaultConfig() Config {
 		MinStatusInterval: time.Second,
 		MaxStatusHold:     DefaultMaxStatusHold,
 		SyncBatchPeriod:   DefaultSyncBatchPeriod,
+		NodeGate:          true,
 		MetricsAddr:       ":8080",
 		ProbeTimeout:      DefaultProbeTimeout,
 		Leader:            DefaultLeaderConfig(),
@@ -83,6 +86,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.MinStatusInterval, "min-status-interval", c.MinStatusInterval, "Shortest time between two writes of a DaemonSet's status that change only its pod counters (changes in between go out together); 0 writes each at once. A new observedGeneration or condition is written at once.")
 	fs.DurationVar(&c.MaxStatusHold, "max-status-hold", c.MaxStatusHold, "How long after a DaemonSet's last status write a write that changes only its pod counters may be held while its pod creates and deletes are queued or in flight (they share the client rate limit); it is written as soon as they drain. 0 holds none beyond --min-status-interval. A new observedGeneration or condition is written at once.")
 	fs.DurationVar(&c.SyncBatchPeriod, "sync-batch-period", c.SyncBatchPeriod, "Shortest time between two syncs of a DaemonSet that pod and node events ask for: an event after a quiet spell syncs at once, the events of a busy moment share one sync when the period ends (less CPU in rollouts and node churn); 0 syncs on every event. DaemonSet changes sync at once.")
+	fs.BoolVar(&c.NodeGate, "node-gate", c.NodeGate, "Remove a node's NoSchedule taint of the key a DaemonSet names in its everynode.dev/node-gate annotation once every DaemonSet gating on that key that should run on the node has an available pod there (needs permission to patch nodes). Off, such DaemonSets get the NodeGateFailure condition instead, and no taint is removed.")
 	fs.DurationVar(&c.ProbeTimeout, "conflict-probe-timeout", c.ProbeTimeout, "Full mode: at start, before writing anything, create a DaemonSet that selects no node and wait this long for another DaemonSet controller (kube-controller-manager's, left on) to answer it; if one does, everynode writes to no DaemonSet and says why. 0 skips the probe (another controller's writes are still noticed as they happen).")
 	fs.StringVar(&c.ProbeNamespace, "probe-namespace", c.ProbeNamespace, "Namespace of the probe DaemonSet. Default: $POD_NAMESPACE, else default.")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, `Address serving /metrics, /healthz and /readyz; "0" disables it.`)

@@ -71,6 +71,10 @@ type Options struct {
 	// PrepaidRateLimiter): the dispatchers take a token before they choose the next
 	// write. nil: no client-side limit.
 	RateLimiter flowcontrol.RateLimiter
+	// NodeGate turns the node gate on (nodegate.go): the controller removes a node's
+	// gate taint once the DaemonSets gating on it have an available pod there. Off,
+	// a DaemonSet that gates nodes is only marked so (NodeGateFailure).
+	NodeGate bool
 	// Clock is the controller's time source (tests use a fake one).
 	Clock clock.WithTicker
 	// Metrics receives the controller's measurements; nil records nothing.
@@ -137,6 +141,7 @@ type Controller struct {
 	pace     *statusPace
 	batch    *syncBatcher
 	foreign  *foreignWrites
+	gate     *nodeGate
 	// standDownOnce logs, once, that another DaemonSet controller is active.
 	standDownOnce sync.Once
 	ready         atomic.Bool
@@ -242,6 +247,8 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		c.classes = factory.Scheduling().V1().PriorityClasses().Lister()
 	}
 
+	c.gate = newNodeGate(opts.NodeGate, c, nodeInformer.Lister())
+	gateDaemonSets, gateNodes := c.gate.handlers()
 	logger := klog.FromContext(ctx)
 	for _, reg := range []struct {
 		informer cache.SharedIndexInformer
@@ -251,6 +258,8 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		{revInformer.Informer(), c.revisionHandler(logger)},
 		{podInformer.Informer(), c.podHandler(logger)},
 		{nodeInformer.Informer(), c.nodeHandler(logger)},
+		{dsInformer.Informer(), gateDaemonSets},
+		{nodeInformer.Informer(), gateNodes},
 	} {
 		r, err := reg.informer.AddEventHandler(reg.handler)
 		if err != nil {
@@ -290,6 +299,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	wg.Go(func() { <-ctx.Done(); c.writes.close() })
 	wg.Go(func() { wait.Until(c.backoff.gc, time.Minute, ctx.Done()) })
+	wg.Go(func() { c.gate.run(ctx) })
 	<-ctx.Done()
 	logger.Info("Shutting down DaemonSet workers")
 	c.queue.ShutDown()

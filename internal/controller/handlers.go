@@ -145,6 +145,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				return // another controller's pod: nothing of ours to wake
 			}
 			c.podIndex.put(pod)
+			c.gate.podChanged(pod)
 			if ds := c.owner(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				key := cache.MetaObjectToName(ds).String()
 				if node, ok := daemon.TargetNode(pod); ok {
@@ -177,6 +178,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 			} else {
 				c.podIndex.remove(cur.GetUID())
 			}
+			c.gate.podChanged(newObj)
 			// Only a pod's add can be another controller's create.
 			c.foreign.podGone(cur.GetUID())
 			if old.GetResourceVersion() == cur.GetResourceVersion() {
@@ -209,6 +211,7 @@ func (c *Controller) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				return
 			}
 			c.podIndex.remove(pod.GetUID())
+			c.gate.podChanged(obj)
 			c.foreign.podGone(pod.GetUID())
 			if ds := c.owner(pod.GetNamespace(), metav1.GetControllerOfNoCopy(pod)); ds != nil {
 				key := cache.MetaObjectToName(ds).String()

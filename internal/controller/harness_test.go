@@ -63,6 +63,8 @@ type harnessOptions struct {
 	// limiter and writers are the controller's RateLimiter and PodWriters.
 	limiter flowcontrol.RateLimiter
 	writers int
+	// nodeGate is the controller's NodeGate.
+	nodeGate bool
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -90,7 +92,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		go answerProbes(ctx, client)
 	}
 	ctrl, err := New(ctx, client, factory, Options{Mode: opts.mode, ProbeTimeout: opts.probe, BurstReplicas: opts.burst, MinStatusInterval: opts.statusInterval, MaxStatusHold: opts.statusHold, SyncBatchPeriod: opts.batch,
-		RateLimiter: opts.limiter, PodWriters: opts.writers})
+		RateLimiter: opts.limiter, PodWriters: opts.writers, NodeGate: opts.nodeGate})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

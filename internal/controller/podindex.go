@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/everynode/everynode/internal/daemon"
 )
 
 // podIndex holds the pods a DaemonSet's sync reads: those a DaemonSet controls, by
@@ -105,6 +107,19 @@ func (x *podIndex) list(keys ...string) []*v1.Pod {
 	out := make([]*v1.Pod, 0, n)
 	for _, k := range keys {
 		for _, pod := range x.byKey[k] {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// onNode returns the pods held under key whose node is node.
+func (x *podIndex) onNode(key, node string) []*v1.Pod {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []*v1.Pod
+	for _, pod := range x.byKey[key] {
+		if n, ok := daemon.TargetNode(pod); ok && n == node {
 			out = append(out, pod)
 		}
 	}

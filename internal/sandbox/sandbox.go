@@ -181,6 +181,7 @@ func runController(ctx context.Context, restCfg *rest.Config, mode string, worke
 		MinStatusInterval: ctrlCfg.MinStatusInterval,
 		MaxStatusHold:     ctrlCfg.MaxStatusHold,
 		SyncBatchPeriod:   ctrlCfg.SyncBatchPeriod,
+		NodeGate:          ctrlCfg.NodeGate,
 		Metrics:           controller.NewMetrics(prometheus.NewRegistry()),
 	})
 	if err != nil {
