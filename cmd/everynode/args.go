@@ -18,5 +18,19 @@ func daemonSetArg(arg string) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("%q is not a DaemonSet: pass its name, or daemonset/NAME", arg)
+	return "", fmt.Errorf("%q is not a DaemonSet: pass its name, or daemonset/NAME (explain also takes node/NAME)", arg)
+}
+
+// nodeArg reads kubectl's node/NAME (or nodes/, no/), the argument that asks about a
+// node rather than a DaemonSet.
+func nodeArg(arg string) (string, bool) {
+	kind, name, ok := strings.Cut(arg, "/")
+	if !ok || name == "" {
+		return "", false
+	}
+	switch strings.ToLower(kind) {
+	case "node", "nodes", "no":
+		return name, true
+	}
+	return "", false
 }

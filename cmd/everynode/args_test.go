@@ -17,3 +17,16 @@ func TestDaemonSetArg(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeArg(t *testing.T) {
+	for arg, want := range map[string]string{"node/w1": "w1", "nodes/w1": "w1", "no/w1": "w1", "Node/w1": "w1"} {
+		if got, ok := nodeArg(arg); !ok || got != want {
+			t.Errorf("nodeArg(%q) = %q, %v; want %q", arg, got, ok, want)
+		}
+	}
+	for _, arg := range []string{"w1", "node/", "ds/agent"} {
+		if got, ok := nodeArg(arg); ok {
+			t.Errorf("nodeArg(%q) = %q, want no node", arg, got)
+		}
+	}
+}

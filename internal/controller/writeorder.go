@@ -20,8 +20,10 @@ import (
 // highest first, whichever DaemonSet they belong to:
 //
 //  1. the pod's priority, as the API server will resolve it (Priorities.Of);
-//  2. then pods that tolerate the not-ready and network-unavailable taints: they can
-//     run on a node that is not Ready yet, and are what makes it Ready;
+//  2. then pods that unblock their node: pods that tolerate the not-ready and
+//     network-unavailable taints (they can run on a node that is not Ready yet, and
+//     are what makes it Ready), and the pods of a DaemonSet gating the node (its
+//     gate taint goes once they are available: daemon/nodegate.go);
 //  3. then the node that has waited longest (Since).
 //
 // The first two make a rank's level (CompareLevel). Within one level the controller
@@ -112,7 +114,18 @@ type WriteRank struct {
 // the pod it makes room for (template is then ds's own). The pods in the controller's
 // cache keep too little of their spec to rank them by.
 func Rank(prio Priorities, ds *apps.DaemonSet, template *v1.PodTemplateSpec, node *v1.Node) WriteRank {
-	return WriteRank{Priority: prio.Of(&template.Spec), Unblocks: UnblocksNodes(&template.Spec), Since: nodeWaitingSince(ds, node)}
+	return WriteRank{Priority: prio.Of(&template.Spec), Unblocks: UnblocksNodes(&template.Spec) || gates(ds, node),
+		Since: nodeWaitingSince(ds, node)}
+}
+
+// gates reports whether ds gates node: node carries the taint ds's pod must be
+// available for before it goes.
+func gates(ds *apps.DaemonSet, node *v1.Node) bool {
+	if _, ok := ds.Annotations[daemon.AnnotationNodeGate]; !ok || node == nil {
+		return false
+	}
+	g := daemon.ParseNodeGate(ds)
+	return g.Key != "" && len(daemon.GateTaints(node, g.Key)) > 0
 }
 
 func nodeWaitingSince(ds *apps.DaemonSet, node *v1.Node) time.Time {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/everynode/everynode/internal/daemon"
 	"testing"
 	"time"
 
@@ -92,6 +93,18 @@ func TestWriteRank(t *testing.T) {
 	}
 	if got := Rank(prio, ds, plain, nil).Since; !got.Equal(t0.Add(time.Hour)) {
 		t.Errorf("a node the cache lost waits since the DaemonSet's creation, got %v", got)
+	}
+
+	gating := ds.DeepCopy()
+	gating.Annotations = map[string]string{daemon.AnnotationNodeGate: "example.com/agents"}
+	gatedNode := newNode.DeepCopy()
+	gatedNode.Spec.Taints = []v1.Taint{{Key: "example.com/agents", Effect: v1.TaintEffectNoSchedule}}
+	tolerant := &v1.PodTemplateSpec{Spec: v1.PodSpec{Tolerations: []v1.Toleration{{Key: "example.com/agents", Operator: v1.TolerationOpExists}}}}
+	if !Rank(prio, gating, tolerant, gatedNode).Unblocks {
+		t.Errorf("a DaemonSet's pod for a node its gate holds does not rank as unblocking the node")
+	}
+	if Rank(prio, gating, tolerant, newNode).Unblocks || Rank(prio, ds, tolerant, gatedNode).Unblocks {
+		t.Errorf("a pod ranks as unblocking a node no gate of its DaemonSet holds")
 	}
 
 	for _, tc := range []struct {

@@ -107,27 +107,27 @@ type GateMember struct {
 
 // GateMemberState is what one gating DaemonSet says of the node.
 type GateMemberState struct {
-	DaemonSet string // namespace/name
+	DaemonSet string `json:"daemonSet"` // namespace/name
 	// ShouldRun: the DaemonSet should run a pod on the node (its placement rules,
 	// the gate's own taint aside); only those DaemonSets hold the gate.
-	ShouldRun bool
-	Available bool
+	ShouldRun bool `json:"shouldRun"`
+	Available bool `json:"available"`
 	// Detail says, for people, why the DaemonSet does or does not hold the gate.
-	Detail string
+	Detail string `json:"detail"`
 }
 
 // GateVerdict is the gate's answer for one node and one taint key.
 type GateVerdict struct {
-	Node string
-	Key  string
+	Node string `json:"node"`
+	Key  string `json:"key"`
 	// Open: the node's NoSchedule taints of Key are to be removed.
-	Open    bool
-	Reason  Reason
-	Message string
-	Members []GateMemberState
+	Open    bool              `json:"open"`
+	Reason  Reason            `json:"reason"`
+	Message string            `json:"message"`
+	Members []GateMemberState `json:"daemonSets"`
 	// RecheckAfter: a gating pod is Ready and becomes available after this long;
 	// zero when no time alone would change the verdict.
-	RecheckAfter time.Duration
+	RecheckAfter time.Duration `json:"-"`
 }
 
 // DecideGate decides whether node's NoSchedule taint of key may go, given every
