@@ -74,10 +74,12 @@ tools:
 FUZZ_POLICY ?= 100000x
 FUZZ_DECIDE ?= 20000x
 FUZZ_BEHAVIOUR ?= 30000x
+FUZZ_GATE ?= 50000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZ_POLICY) ./internal/daemon
 	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZ_DECIDE) ./internal/daemon
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBehaviour$$' -fuzztime $(FUZZ_BEHAVIOUR) ./internal/nodesim
+	$(GO) test -run '^$$' -fuzz '^FuzzNodeGate$$' -fuzztime $(FUZZ_GATE) ./internal/daemon
 
 # The controller's image as an OCI layout in bin/image, built offline: no Docker
 # daemon, no base image pulled. The Dockerfile builds the same where one can be.
