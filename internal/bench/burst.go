@@ -19,15 +19,17 @@ import (
 // burst DaemonSets (a CNI agent, nine more tolerating every taint, ten plain),
 // created with a plain client before the controller starts, so that it finds every
 // pod current. Then BurstAdd nodes are added at once, each NotReady until its CNI
-// pod runs. Per new node it measures the time from its creation to its CNI pod
-// created, to the node Ready, and to all its pods Running.
+// pod runs, and tainted by the storage agent's node gate until that agent is
+// available there. Per new node it measures the time from its creation to its CNI
+// pod created, to the node Ready, to the gate taint removed, and to all its pods
+// Running.
 func burst(name string, o Options) scenario {
 	n, add := o.BurstNodes, o.BurstAdd
-	title := fmt.Sprintf("burst: %d nodes × %d DaemonSets (1 CNI agent, %d tolerating all, %d plain), then %d nodes added at once",
+	title := fmt.Sprintf("burst: %d nodes × %d DaemonSets (1 CNI agent, %d tolerating all, 1 of them gating new nodes, %d plain), then %d nodes added at once",
 		n, 1+burstTolerant+burstPlain, burstTolerant, burstPlain, add)
 	// The stored DaemonSets of the current run (runs are one after the other).
 	var daemonSets []*apps.DaemonSet
-	return scenario{name: name, title: title, nodes: n,
+	return scenario{name: name, title: title, nodes: n, separateGate: true,
 		prepare: func(r *runCtx) error {
 			var err error
 			daemonSets, err = r.settleBurst(n)
@@ -161,25 +163,29 @@ func (r *runCtx) burstNodes(daemonSets []*apps.DaemonSet, n, count int) error {
 	}
 	pr := r.endAt(p, at)
 
-	var toCNI, toReady, toRunning latencies
+	var toCNI, toReady, toGate, toRunning latencies
 	for i, name := range names {
 		t, ok := r.w.pods.createdAt(name, burstCNI)
 		toCNI.add(created[i], t, ok)
 		t, ok = r.w.usableTime(name)
 		toReady.add(created[i], t, ok)
+		t, ok = r.w.gateOpenTime(name)
+		toGate.add(created[i], t, ok)
 		t, ok = r.w.pods.allRunningAt(name, dsNames)
 		toRunning.add(created[i], t, ok)
 	}
-	r.logf("%d nodes added; converged in %v; never Ready: %d, never all pods Running: %d",
-		count, pr.elapsed.Round(10*time.Millisecond), toReady.missing, toRunning.missing)
+	r.logf("%d nodes added; converged in %v; never Ready: %d, gate never opened: %d, never all pods Running: %d",
+		count, pr.elapsed.Round(10*time.Millisecond), toReady.missing, toGate.missing, toRunning.missing)
 	for _, l := range []struct {
 		name string
 		l    latencies
-	}{{"created → CNI pod created", toCNI}, {"created → node Ready", toReady}, {"created → all pods Running", toRunning}} {
+	}{{"created → CNI pod created", toCNI}, {"created → node Ready", toReady}, {"created → gate taint removed", toGate},
+		{"created → all pods Running", toRunning}} {
 		r.add(Metric{Name: "burst: " + l.name + ", p50 (s)", Unit: Seconds, Value: l.l.seconds(50)})
 		r.add(Metric{Name: "burst: " + l.name + ", p99 (s)", Unit: Seconds, Value: l.l.seconds(99)})
 	}
 	r.add(Metric{Name: "burst: nodes never Ready", Unit: Count, Value: float64(toReady.missing), OmitIfZero: true})
+	r.add(Metric{Name: "burst: nodes whose gate taint never went", Unit: Count, Value: float64(toGate.missing), OmitIfZero: true})
 	r.add(Metric{Name: "burst: nodes never with all pods Running", Unit: Count, Value: float64(toRunning.missing), OmitIfZero: true})
 	if convErr == nil {
 		r.addConverge("burst: ", pr.elapsed, count*len(daemonSets))

@@ -115,8 +115,25 @@ func TestBurstNodeWaitsForItsCNIAgent(t *testing.T) {
 	if node.Annotations[nodesim.AnnotationReadyRequires] != burstCNISelector || node.Labels[nodesim.LabelSimulated] != "true" {
 		t.Errorf("node %+v: want simulated, ready-requires %q", node.ObjectMeta, burstCNISelector)
 	}
-	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != v1.TaintNodeNotReady {
-		t.Errorf("taints %v, want the not-ready taint a kubelet registers with", node.Spec.Taints)
+	if len(node.Spec.Taints) != 2 || node.Spec.Taints[0].Key != v1.TaintNodeNotReady || len(daemon.GateTaints(node, burstGateKey)) != 1 {
+		t.Errorf("taints %v, want the not-ready taint a kubelet registers with and the storage agent's gate", node.Spec.Taints)
+	}
+}
+
+// Exactly one burst DaemonSet gates new nodes, on the key the burst nodes carry,
+// and it tolerates its own gate.
+func TestBurstGatingDaemonSet(t *testing.T) {
+	var gating []string
+	for _, ds := range burstDaemonSets() {
+		if g := daemon.ParseNodeGate(ds); g.Key != "" || g.Problem != "" {
+			if g.Key != burstGateKey || g.Problem != "" {
+				t.Errorf("%s gates on %q (problem %q), want %s", ds.Name, g.Key, g.Problem, burstGateKey)
+			}
+			gating = append(gating, ds.Name)
+		}
+	}
+	if len(gating) != 1 || gating[0] != burstGating {
+		t.Errorf("gating DaemonSets %v, want [%s]", gating, burstGating)
 	}
 }
 

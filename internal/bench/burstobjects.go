@@ -13,7 +13,8 @@ import (
 )
 
 // The burst scenario's DaemonSets: one CNI agent, burstTolerant more that tolerate
-// every taint, and burstPlain that tolerate only the benchmark's maintenance taint.
+// every taint (the first of them the storage agent, which gates new nodes: gate.go),
+// and burstPlain that tolerate only the benchmark's maintenance taint.
 const (
 	burstCNI      = "cni"
 	burstTolerant = 9
@@ -35,6 +36,12 @@ func burstDaemonSets() []*apps.DaemonSet {
 	out := []*apps.DaemonSet{cni}
 	for i := range burstTolerant {
 		ds := daemonSet(fmt.Sprintf("tolerant-%d", i))
+		if i == 0 {
+			// The storage agent: new nodes wait for it (the node gate), and it
+			// tolerates every taint, the gate's too.
+			ds = daemonSet(burstGating)
+			ds.Annotations = map[string]string{daemon.AnnotationNodeGate: burstGateKey}
+		}
 		ds.Spec.Template.Spec.Tolerations = everything
 		out = append(out, ds)
 	}
@@ -61,8 +68,8 @@ func settledPod(ds *apps.DaemonSet, template *v1.PodTemplateSpec, node string) *
 }
 
 // burstNode is a node added in the burst: simulated, its readiness waiting for the
-// CNI agent, and registered with the not-ready taint, as a kubelet registers a
-// node.
+// CNI agent, registered with the not-ready taint, as a kubelet registers a node, and
+// with the storage agent's gate taint, as a provisioner's startup taint.
 func burstNode(name string) *v1.Node {
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -70,6 +77,7 @@ func burstNode(name string) *v1.Node {
 			Labels:      map[string]string{nodesim.LabelSimulated: "true", v1.LabelHostname: name},
 			Annotations: map[string]string{nodesim.AnnotationReadyRequires: burstCNISelector},
 		},
-		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule}}},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule},
+			{Key: burstGateKey, Value: "true", Effect: v1.TaintEffectNoSchedule}}},
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/everynode/everynode/internal/daemon"
 	"github.com/everynode/everynode/internal/nodesim"
 )
 
@@ -127,7 +128,11 @@ type watcher struct {
 	podSeen map[string][]time.Time
 	// usableAt is when each node was first seen Ready and untainted.
 	usableAt map[string]time.Time
-	nodeIdx  cache.Indexer
+	// gated holds the nodes first seen with the burst's gate taint; gateOpenAt is
+	// when each was first seen without it.
+	gated      map[string]bool
+	gateOpenAt map[string]time.Time
+	nodeIdx    cache.Indexer
 	// pods records when each DaemonSet's pod for each node was created and Running.
 	pods *podMilestones
 	// lives records when each DaemonSet pod appeared and went.
@@ -138,14 +143,16 @@ type watcher struct {
 func startWatcher(ctx context.Context, client kubernetes.Interface) (*watcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watcher{
-		cancel:   cancel,
-		factory:  informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(Namespace)),
-		nodes:    informers.NewSharedInformerFactory(client, 0),
-		changed:  make(chan struct{}, 1),
-		podSeen:  map[string][]time.Time{},
-		usableAt: map[string]time.Time{},
-		pods:     newPodMilestones(),
-		lives:    newPodLives(),
+		cancel:     cancel,
+		factory:    informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(Namespace)),
+		nodes:      informers.NewSharedInformerFactory(client, 0),
+		changed:    make(chan struct{}, 1),
+		podSeen:    map[string][]time.Time{},
+		usableAt:   map[string]time.Time{},
+		gated:      map[string]bool{},
+		gateOpenAt: map[string]time.Time{},
+		pods:       newPodMilestones(),
+		lives:      newPodLives(),
 	}
 	dsInf := w.factory.Apps().V1().DaemonSets()
 	w.ds = dsInf.Lister()
@@ -197,15 +204,22 @@ func startWatcher(ctx context.Context, client kubernetes.Interface) (*watcher, e
 	w.nodeIdx = nodeInf.GetIndexer()
 	seeNode := func(obj any) {
 		node, ok := obj.(*v1.Node)
-		if !ok || !nodesim.Usable(node) {
+		if !ok {
 			return
 		}
 		now := time.Now()
+		gated := len(daemon.GateTaints(node, burstGateKey)) > 0
 		w.mu.Lock()
-		if _, ok := w.usableAt[node.Name]; !ok {
+		defer w.mu.Unlock()
+		if _, seen := w.gated[node.Name]; !seen {
+			w.gated[node.Name] = gated
+		}
+		if _, ok := w.gateOpenAt[node.Name]; !ok && !gated && w.gated[node.Name] {
+			w.gateOpenAt[node.Name] = now
+		}
+		if _, ok := w.usableAt[node.Name]; !ok && nodesim.Usable(node) {
 			w.usableAt[node.Name] = now
 		}
-		w.mu.Unlock()
 	}
 	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    seeNode,
@@ -262,6 +276,15 @@ func (w *watcher) usableTime(node string) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t, ok := w.usableAt[node]
+	return t, ok
+}
+
+// gateOpenTime is when the node, first seen with the burst's gate taint, was first
+// seen without it.
+func (w *watcher) gateOpenTime(node string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.gateOpenAt[node]
 	return t, ok
 }
 

@@ -362,6 +362,13 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 		return err
 	}
 	r.logf("controller watching (pid %d)", r.ctrl.Pid())
+	if sc.separateGate && ctrl != EveryNode {
+		stop, err := r.startSeparateGate(dir)
+		if err != nil {
+			return fmt.Errorf("starting the separate node gate: %w", err)
+		}
+		defer stop()
+	}
 
 	var prof *profiler
 	if pprofAddr != "" {

@@ -23,9 +23,12 @@ type scenario struct {
 	name, title string
 	nodes       int
 	// floor: the floor controller runs it too.
-	floor   bool
-	prepare func(r *runCtx) error
-	run     func(r *runCtx) error
+	floor bool
+	// separateGate: a controller that is not everynode's runs beside the node gate
+	// as a controller of its own (gate.go).
+	separateGate bool
+	prepare      func(r *runCtx) error
+	run          func(r *runCtx) error
 }
 
 // ScenarioNames are the scenarios, in the order they run.

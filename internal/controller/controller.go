@@ -247,7 +247,8 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 		c.classes = factory.Scheduling().V1().PriorityClasses().Lister()
 	}
 
-	c.gate = newNodeGate(opts.NodeGate, c, nodeInformer.Lister())
+	c.gate = newNodeGate(opts.NodeGate, gateDeps{client: client, manager: manager, clock: opts.Clock, recorder: c.recorder,
+		ds: c.dsLister, nodes: nodeInformer.Lister(), pods: c.podIndex})
 	gateDaemonSets, gateNodes := c.gate.handlers()
 	logger := klog.FromContext(ctx)
 	for _, reg := range []struct {

@@ -77,13 +77,24 @@ const (
 	ReasonNodeGateOff = "NodeGateOff"
 )
 
-func newNodeGate(on bool, c *Controller, nodes corelisters.NodeLister) *nodeGate {
+// gateDeps are what the gate reads and writes through.
+type gateDeps struct {
+	client   kubernetes.Interface
+	manager  string
+	clock    clock.WithTicker
+	recorder record.EventRecorder
+	ds       appslisters.DaemonSetLister
+	nodes    corelisters.NodeLister
+	pods     *podIndex
+}
+
+func newNodeGate(on bool, d gateDeps) *nodeGate {
 	return &nodeGate{
-		on: on, client: c.client, manager: c.fieldManager, clock: c.clock, recorder: c.recorder,
-		ds: c.dsLister, nodes: nodes, pods: c.podIndex,
+		on: on, client: d.client, manager: d.manager, clock: d.clock, recorder: d.recorder,
+		ds: d.ds, nodes: d.nodes, pods: d.pods,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[gateItem](),
-			workqueue.TypedRateLimitingQueueConfig[gateItem]{Name: "everynode-node-gate", Clock: c.opts.Clock},
+			workqueue.TypedRateLimitingQueueConfig[gateItem]{Name: "everynode-node-gate", Clock: d.clock},
 		),
 		gates: map[string]gating{},
 	}
