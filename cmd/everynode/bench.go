@@ -55,11 +55,16 @@ Scenarios (--scenarios, in this order; all but burst by default):
              of the cluster in its cache
   burst      --burst-nodes nodes × 20 DaemonSets (a CNI agent of priority class
              system-node-critical that every node's readiness waits for, nine more
-             tolerating every taint, ten plain), settled: their pods created bound by
-             a plain client before the controller starts, as it would have made
-             them; then --burst-add nodes at once, NotReady until their CNI pod runs:
-             p50/p99 from a new node created to its CNI pod created, to the node
-             Ready (and the not-ready taint lifted), to all its 20 pods Running.
+             tolerating every taint, the first of them a storage agent gating new
+             nodes with everynode.dev/node-gate, ten plain), settled: their pods
+             created bound by a plain client before the controller starts, as it
+             would have made them; then --burst-add nodes at once, NotReady until
+             their CNI pod runs and tainted until the storage agent is available
+             there: p50/p99 from a new node created to its CNI pod created, to the
+             node Ready (and the not-ready taint lifted), to the gate taint removed,
+             to all its 20 pods Running. everynode removes the gate taint itself;
+             beside upstream the same gate runs as a controller of its own, in the
+             benchmark's process, with the same rate limit, its requests counted.
              Not run by default; run it with --scenarios burst
 
 The floor controller (--controllers floor, in the default set) is the churn

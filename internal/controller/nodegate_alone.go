@@ -41,9 +41,15 @@ func RunNodeGate(ctx context.Context, client kubernetes.Interface) error {
 	}); err != nil {
 		return err
 	}
-	g := newNodeGate(true, gateDeps{client: client, manager: GateFieldManager, clock: clock.RealClock{},
+	g := newNodeGate(true, gateDeps{
+		client:   client,
+		manager:  GateFieldManager,
+		clock:    clock.RealClock{},
 		recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: GateFieldManager}),
-		ds: dsInformer.Lister(), nodes: nodeInformer.Lister(), pods: pods})
+		ds:       dsInformer.Lister(),
+		nodes:    nodeInformer.Lister(),
+		pods:     pods,
+	})
 	daemonSets, nodes := g.handlers()
 	podEvents := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -12,8 +12,8 @@ import (
 )
 
 const (
-	agentsGate  = "example.com/agents"
-	brokenGate  = "example.com/broken"
+	agentsGate = "example.com/agents"
+	brokenGate = "example.com/broken"
 )
 
 // gatingDaemonSet returns a DaemonSet gating on key, tolerating it, on the nodes

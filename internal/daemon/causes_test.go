@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,28 @@ func TestFormatCausesMostFirst(t *testing.T) {
 	got := FormatCauses([]CauseCount{{Unavailable{Cause: ReasonNodeNotReady}, 2}, {Unavailable{Cause: CauseFailing, Detail: "OOMKilled"}, 1}})
 	if got != "2 NodeNotReady, 1 Failing (OOMKilled)" {
 		t.Errorf("FormatCauses = %q", got)
+	}
+}
+
+// The Progressing message names the unavailable pods the rollout does not explain
+// (here a crash loop and a NotReady node), and not the routine ones (a new pod
+// starting, an old one going).
+func TestProgressingMessageNamesUnexplainedCauses(t *testing.T) {
+	ds := newDS("ds", withAnnotations(AnnotationProgressDeadline, "10m"), withBudget("", "2"))
+	s := policyCluster(ds, "n1", "n2", "n3", "n4")
+	replace(s, newPod(ds, "new-n1", "n1", notReady(), waitingIn("CrashLoopBackOff", false)),
+		newPod(ds, "new-n2", "n2", notReady()))
+	c := Progressing(Decide(s).Status)
+	if c == nil || Reason(c.Reason) != ReasonRollingOut || !strings.HasSuffix(c.Message, "; unavailable: 1 Failing (CrashLoopBackOff)") {
+		t.Fatalf("Progressing %+v, want RollingOut ending with the crash loop alone", c)
+	}
+	sick(ds, s, t0.Add(-time.Second), "n3")
+	if c := Progressing(Decide(s).Status); c == nil || !strings.Contains(c.Message, "; unavailable: 1 Failing (CrashLoopBackOff), 1 NodeNotReady") {
+		t.Fatalf("Progressing %+v, want the crash loop and the NotReady node named", c)
+	}
+	replace(s, newPod(ds, "new-n1", "n1", notReady()), newPod(ds, "old-n3", "n3", old()))
+	onNodes(s, withNodeCondition(v1.NodeReady, v1.ConditionTrue, t0.Add(-time.Second), ""), "n3")
+	if c := Progressing(Decide(s).Status); c == nil || strings.Contains(c.Message, "unavailable") {
+		t.Fatalf("Progressing %+v, want no causes named while pods only start", c)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +56,27 @@ func (r *rollout) conclude(u *updater, c counts, p *Plan) *apps.DaemonSetConditi
 			msg += "; no earlier revision to roll back to, so the rollout is held"
 		}
 	}
+	if reason != ReasonRolledBack && reason != ReasonInvalidAnnotation {
+		// A rolled-back condition keeps its message; an invalid annotation's says
+		// only what to fix.
+		msg += unexplainedSuffix(u.pl.unavailable())
+	}
 	return nextCondition(prev, reason, status, msg, now)
+}
+
+// unexplainedSuffix names, for the Progressing message, the unavailable pods the
+// rollout itself does not explain: every cause but Updating and Starting (a node's
+// troubles, failing containers, evictions, the unknown), "" when there are none. The
+// routine causes are left out so that the message, and the condition writes that
+// follow it, do not change at every step of a healthy rollout.
+func unexplainedSuffix(causes []CauseCount) string {
+	odd := slices.DeleteFunc(slices.Clone(causes), func(c CauseCount) bool {
+		return c.Cause == CauseUpdating || c.Cause == CauseStarting
+	})
+	if len(odd) == 0 {
+		return ""
+	}
+	return "; unavailable: " + FormatCauses(odd)
 }
 
 // describe says, in one reason, what the rollout is doing.

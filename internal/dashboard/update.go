@@ -3,6 +3,7 @@ package dashboard
 import (
 	"reflect"
 
+	"github.com/everynode/everynode/internal/daemon"
 	"github.com/everynode/everynode/internal/inspect"
 )
 
@@ -14,6 +15,9 @@ type Update struct {
 	// Revision is the current template's revision number (0 before it is recorded).
 	Revision int64    `json:"revision,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Unavailable counts the nodes without an available pod by cause, on one line
+	// ("2 NodeNotReady, 1 Failing (CrashLoopBackOff)"; "" for none).
+	Unavailable string `json:"unavailable,omitempty"`
 	// Counts are the cells of each state; Reasons, of each state, the cells of each
 	// Why.
 	Counts  map[State]int            `json:"counts"`
@@ -32,7 +36,7 @@ type stream struct {
 // nothing changed.
 func (s *stream) next(e *inspect.Explanation, g Grid) (Update, bool) {
 	u := Update{Summary: SummaryOf(e.DaemonSet), Revision: e.Report.Revision, Problems: e.Report.Problems,
-		Counts: map[State]int{}, Reasons: map[State]map[string]int{}}
+		Unavailable: daemon.FormatCauses(e.Report.Unavailable), Counts: map[State]int{}, Reasons: map[State]map[string]int{}}
 	for _, grp := range g.Groups {
 		for _, c := range grp.Cells {
 			u.Counts[c.State]++

@@ -38,4 +38,8 @@ func TestStreamSendsWhatChanged(t *testing.T) {
 	if u, send = s.next(e2, grid(append(cells("n1"), waiting, Cell{Node: "n3", State: StateUpdating})...)); !send || len(u.Problems) != 1 {
 		t.Errorf("a problem appeared: send %v, %+v", send, u)
 	}
+	e2.Report.Unavailable = []daemon.CauseCount{{Unavailable: daemon.Unavailable{Cause: daemon.CauseFailing, Detail: "CrashLoopBackOff"}, Nodes: 2}}
+	if u, send = s.next(e2, grid(append(cells("n1"), waiting, Cell{Node: "n3", State: StateUpdating})...)); !send || u.Unavailable != "2 Failing (CrashLoopBackOff)" {
+		t.Errorf("pods turned unavailable: send %v, %+v; want their causes counted", send, u)
+	}
 }

@@ -20,7 +20,8 @@ import (
 // TestDashboardInABrowser opens `everynode dashboard` in headless Chromium: the grid
 // shows every node of the DaemonSet, by wave; a rollout's progress reaches the page
 // without a reload (cells go through waiting and updating and end current, the grid
-// drawn once); a node's explanation opens on a click; the Pause button, once
+// drawn once), its unavailable nodes counted by cause; a node's explanation opens on
+// a click; the Pause button, once
 // confirmed, sets the annotation on the DaemonSet, mid-release, and the page shows
 // the nodes held by it. The screenshot is written to the artifacts directory.
 func TestDashboardInABrowser(t *testing.T) {
@@ -67,9 +68,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	waitJS(t, ctx, "every cell current", eligible+`.every(c => c.dataset.state === 'current')`)
 
 	// Record every state a cell takes, and mark the page so that a reload shows.
-	evalJS[bool](t, ctx, `window.e2eMark = true; window.e2eSeen = new Set();
+	evalJS[bool](t, ctx, `window.e2eMark = true; window.e2eSeen = new Set(); window.e2eUnavailable = new Set();
 		new MutationObserver(ms => ms.forEach(m => e2eSeen.add(m.target.dataset.state + '/' + m.target.dataset.why)))
 			.observe(document.getElementById('grid'), {subtree: true, attributes: true, attributeFilter: ['data-state', 'data-why']});
+		new MutationObserver(() => e2eUnavailable.add(document.getElementById('ds-unavailable').textContent))
+			.observe(document.getElementById('ds-unavailable'), {childList: true, characterData: true, subtree: true});
 		true`)
 	updateDaemonSet(t, ns, "agent", func(ds *apps.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = imageV2 })
 	waitRolledOut(t, ns, "agent", 12)
@@ -77,6 +80,13 @@ func TestDashboardInABrowser(t *testing.T) {
 	seen := evalJS[[]string](t, ctx, `[...e2eSeen]`)
 	if !slices.Contains(seen, "waiting/wave") || !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, "updating/") }) {
 		t.Errorf("during the rollout the cells showed %q; want a node waiting for its wave and one updating", seen)
+	}
+	// The nodes between their old pod and an available new one were counted, by cause.
+	unavailable := evalJS[[]string](t, ctx, `[...e2eUnavailable]`)
+	if !slices.ContainsFunc(unavailable, func(s string) bool {
+		return strings.HasPrefix(s, "Unavailable: ") && (strings.Contains(s, "Updating") || strings.Contains(s, "Starting"))
+	}) {
+		t.Errorf("during the rollout the page's unavailable line read %q; want the updating or starting nodes counted", unavailable)
 	}
 	if !evalJS[bool](t, ctx, `window.e2eMark === true && everynodeStats.gridRenders === 1 && everynodeStats.updates > 0`) {
 		t.Errorf("the page was reloaded or redrawn whole: stats %s", evalJS[string](t, ctx, `JSON.stringify(everynodeStats)`))

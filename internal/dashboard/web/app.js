@@ -127,6 +127,7 @@ function renderHead(u) {
   badge.className = 'badge ' + (s.progressing || '');
   badge.textContent = s.progressing ? 'Progressing ' + s.progressing + (s.progressingReason ? ': ' + s.progressingReason : '') : 'no Progressing condition';
   $('ds-message').textContent = s.progressingMessage || '';
+  $('ds-unavailable').textContent = u.unavailable ? 'Unavailable: ' + u.unavailable : '';
   $('problems').replaceChildren(...(u.problems || []).map((p) => {
     const li = document.createElement('li');
     li.textContent = p;
