@@ -248,7 +248,8 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	}
 
 	c.gate = newNodeGate(opts.NodeGate, gateDeps{client: client, manager: manager, clock: opts.Clock, recorder: c.recorder,
-		ds: c.dsLister, nodes: nodeInformer.Lister(), pods: c.podIndex})
+		ds: c.dsLister, nodes: nodeInformer.Lister(), pods: c.podIndex,
+		token: func() bool { return opts.RateLimiter != nil && c.writes.takeToken() }})
 	gateDaemonSets, gateNodes := c.gate.handlers()
 	logger := klog.FromContext(ctx)
 	for _, reg := range []struct {

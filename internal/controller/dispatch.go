@@ -27,6 +27,12 @@ const DefaultPodWriters = 64
 // next token, not after them. A dispatcher takes a token only when there is a write
 // for it that no other dispatcher holding one will take.
 
+// A request outside the queue that unblocks nodes (the node gate's taint removal,
+// nodegate.go) takes its token the same way, ahead of every queued write: it asks
+// for one (takeToken), counted as demand like a ready write, and the next dispatcher
+// that gets a token hands it over. Taken from the limiter directly it would wait
+// behind the tokens every dispatcher has reserved.
+
 // next blocks until a write may go out and returns it; false when the queue is
 // closed or ctx ends.
 func (q *writeQueue) next(ctx context.Context, limiter flowcontrol.RateLimiter) (*podWrite, bool) {
@@ -34,7 +40,7 @@ func (q *writeQueue) next(ctx context.Context, limiter flowcontrol.RateLimiter) 
 	defer q.mu.Unlock()
 	paid := false
 	for {
-		for !q.closed && !paid && q.readyLocked() <= q.claimants {
+		for !q.closed && !paid && q.demandLocked() <= q.claimants {
 			q.waiting++
 			q.cond.Wait()
 			q.waiting--
@@ -59,6 +65,15 @@ func (q *writeQueue) next(ctx context.Context, limiter flowcontrol.RateLimiter) 
 				}
 			}
 		}
+		if q.urgent > 0 {
+			// The token goes to a request outside the queue; claim another.
+			q.urgent--
+			q.handed++
+			q.claimants--
+			paid = false
+			q.handedCond.Signal()
+			continue
+		}
 		if w := q.popLocked(); w != nil {
 			q.claimants--
 			return w, true
@@ -79,9 +94,36 @@ func (q *writeQueue) wakeLocked() {
 		q.cond.Broadcast()
 		return
 	}
-	for range min(q.readyLocked()-q.claimants, q.waiting) {
+	for range min(q.demandLocked()-q.claimants, q.waiting) {
 		q.cond.Signal()
 	}
+}
+
+// demandLocked is how many tokens are wanted: a write ready to go out, or a request
+// outside the queue (takeToken), each.
+func (q *writeQueue) demandLocked() int { return q.readyLocked() + q.urgent }
+
+// takeToken waits for the next rate limiter token a dispatcher gets, for a request
+// outside the queue that goes before every queued write, and reports whether it got
+// one; false when the queue closed first (the request then waits for a token of its
+// own). The request must then be sent with a context marked withPrepaid.
+func (q *writeQueue) takeToken() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.urgent++
+	q.wakeLocked()
+	for q.handed == 0 && !q.closed {
+		q.handedCond.Wait()
+	}
+	if q.handed == 0 {
+		q.urgent--
+		return false
+	}
+	q.handed--
+	return true
 }
 
 // dispatch sends queued pod writes until ctx ends.

@@ -50,7 +50,11 @@ type nodeGate struct {
 	ds       appslisters.DaemonSetLister
 	nodes    corelisters.NodeLister
 	pods     *podIndex
-	queue    workqueue.TypedRateLimitingInterface[gateItem]
+	// token, if set, takes the client rate limiter's next token for a taint
+	// removal, ahead of the queued pod writes (writeQueue.takeToken); false: the
+	// removal waits for a token of its own.
+	token func() bool
+	queue workqueue.TypedRateLimitingInterface[gateItem]
 
 	mu sync.RWMutex
 	// gates holds the DaemonSets with the node-gate annotation, by key.
@@ -86,12 +90,13 @@ type gateDeps struct {
 	ds       appslisters.DaemonSetLister
 	nodes    corelisters.NodeLister
 	pods     *podIndex
+	token    func() bool
 }
 
 func newNodeGate(on bool, d gateDeps) *nodeGate {
 	return &nodeGate{
 		on: on, client: d.client, manager: d.manager, clock: d.clock, recorder: d.recorder,
-		ds: d.ds, nodes: d.nodes, pods: d.pods,
+		ds: d.ds, nodes: d.nodes, pods: d.pods, token: d.token,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[gateItem](),
 			workqueue.TypedRateLimitingQueueConfig[gateItem]{Name: "everynode-node-gate", Clock: d.clock},

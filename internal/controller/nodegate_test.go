@@ -7,6 +7,7 @@ import (
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/everynode/everynode/internal/daemon"
 )
@@ -46,10 +47,19 @@ func (h *harness) taintKeys(node string) []string {
 // The gate opens on the nodes where the gating pod is available, and only there: a
 // node whose gating pod is never Ready, and a node no gating DaemonSet selects, keep
 // their taints; other taints stay. In both modes.
+// In full mode also under a client rate limit, where the taint removals take their
+// tokens from the pod write dispatchers (writeQueue.takeToken).
 func TestNodeGate(t *testing.T) {
-	for _, mode := range []string{ModeFull, ModeCompanion} {
-		t.Run(mode, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{mode: mode, nodeGate: true})
+	for _, tc := range []struct {
+		name, mode string
+		limiter    flowcontrol.RateLimiter
+	}{
+		{ModeFull, ModeFull, nil},
+		{"full-rate-limited", ModeFull, flowcontrol.NewTokenBucketRateLimiter(50, 5)},
+		{ModeCompanion, ModeCompanion, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOptions{mode: tc.mode, nodeGate: true, limiter: tc.limiter})
 			other := v1.Taint{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}
 			linux := map[string]string{"os": "linux"}
 			h.createNode("ready-1", linux, gateTaint(agentsGate))

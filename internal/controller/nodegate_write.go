@@ -41,6 +41,11 @@ func (g *nodeGate) removeTaints(ctx context.Context, node *v1.Node, key string) 
 	if err != nil {
 		return err
 	}
+	// The node waits for this write, and everything bound for it with the node:
+	// it goes out with the next token, before the queued pod writes.
+	if g.token != nil && g.token() {
+		ctx = withPrepaid(ctx)
+	}
 	_, err = g.client.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: g.manager})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing taint %s from node %s: %w", key, node.Name, err)

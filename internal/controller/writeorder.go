@@ -20,13 +20,14 @@ import (
 // highest first, whichever DaemonSet they belong to:
 //
 //  1. the pod's priority, as the API server will resolve it (Priorities.Of);
-//  2. then pods that unblock their node: pods that tolerate the not-ready and
-//     network-unavailable taints (they can run on a node that is not Ready yet, and
-//     are what makes it Ready), and the pods of a DaemonSet gating the node (its
-//     gate taint goes once they are available: daemon/nodegate.go);
-//  3. then the node that has waited longest (Since).
+//  2. then the pods of a DaemonSet gating the node (daemon/nodegate.go): the node's
+//     gate taint goes once they are available, and every pod that does not
+//     tolerate it waits for them;
+//  3. then pods that tolerate the not-ready and network-unavailable taints: they can
+//     run on a node that is not Ready yet, and are what makes it Ready;
+//  4. then the node that has waited longest (Since).
 //
-// The first two make a rank's level (CompareLevel). Within one level the controller
+// The first three make a rank's level (CompareLevel). Within one level the controller
 // takes DaemonSets in turn, so that no DaemonSet with a long backlog holds back
 // another's pod for a node that just joined; within one DaemonSet it takes the node
 // that has waited longest first (CompareRank).
@@ -103,6 +104,8 @@ func UnblocksNodes(spec *v1.PodSpec) bool {
 // WriteRank is where a pod write stands in the order writes go out in.
 type WriteRank struct {
 	Priority int32
+	// Gates: the pod is one the node's gate taint waits for.
+	Gates    bool
 	Unblocks bool
 	// Since is when the node started waiting for the write: the later of when it
 	// joined and when the DaemonSet was created.
@@ -114,7 +117,7 @@ type WriteRank struct {
 // the pod it makes room for (template is then ds's own). The pods in the controller's
 // cache keep too little of their spec to rank them by.
 func Rank(prio Priorities, ds *apps.DaemonSet, template *v1.PodTemplateSpec, node *v1.Node) WriteRank {
-	return WriteRank{Priority: prio.Of(&template.Spec), Unblocks: UnblocksNodes(&template.Spec) || gates(ds, node),
+	return WriteRank{Priority: prio.Of(&template.Spec), Gates: gates(ds, node), Unblocks: UnblocksNodes(&template.Spec),
 		Since: nodeWaitingSince(ds, node)}
 }
 
@@ -136,20 +139,22 @@ func nodeWaitingSince(ds *apps.DaemonSet, node *v1.Node) time.Time {
 	return since
 }
 
-// CompareLevel orders ranks by level, the higher first: by priority, then pods that
-// unblock nodes. It is negative when a goes before b.
+// CompareLevel orders ranks by level, the higher first: by priority, then pods a
+// node's gate waits for, then pods that unblock nodes. It is negative when a goes
+// before b.
 func CompareLevel(a, b WriteRank) int {
-	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-		return c
-	}
+	return cmp.Or(cmp.Compare(b.Priority, a.Priority), first(a.Gates, b.Gates), first(a.Unblocks, b.Unblocks))
+}
+
+// first orders a before b when only a is true.
+func first(a, b bool) int {
 	switch {
-	case a.Unblocks == b.Unblocks:
+	case a == b:
 		return 0
-	case a.Unblocks:
+	case a:
 		return -1
-	default:
-		return 1
 	}
+	return 1
 }
 
 // CompareRank orders ranks in full: by level, then the node that has waited longest

@@ -100,11 +100,11 @@ func TestWriteRank(t *testing.T) {
 	gatedNode := newNode.DeepCopy()
 	gatedNode.Spec.Taints = []v1.Taint{{Key: "example.com/agents", Effect: v1.TaintEffectNoSchedule}}
 	tolerant := &v1.PodTemplateSpec{Spec: v1.PodSpec{Tolerations: []v1.Toleration{{Key: "example.com/agents", Operator: v1.TolerationOpExists}}}}
-	if !Rank(prio, gating, tolerant, gatedNode).Unblocks {
-		t.Errorf("a DaemonSet's pod for a node its gate holds does not rank as unblocking the node")
+	if !Rank(prio, gating, tolerant, gatedNode).Gates {
+		t.Errorf("a DaemonSet's pod for a node its gate holds does not rank as gating the node")
 	}
-	if Rank(prio, gating, tolerant, newNode).Unblocks || Rank(prio, ds, tolerant, gatedNode).Unblocks {
-		t.Errorf("a pod ranks as unblocking a node no gate of its DaemonSet holds")
+	if Rank(prio, gating, tolerant, newNode).Gates || Rank(prio, ds, tolerant, gatedNode).Gates {
+		t.Errorf("a pod ranks as gating a node no gate of its DaemonSet holds")
 	}
 
 	for _, tc := range []struct {
@@ -115,6 +115,8 @@ func TestWriteRank(t *testing.T) {
 		{name: "higher priority first", a: Rank(prio, ds, cni, newNode), b: Rank(prio, ds, plain, oldNode), want: -1},
 		{name: "higher priority first, even if it does not unblock", a: WriteRank{Priority: 10}, b: WriteRank{Priority: 9, Unblocks: true}, want: -1},
 		{name: "same priority: the one that unblocks nodes first", a: WriteRank{Unblocks: true, Since: t0.Add(time.Hour)}, b: WriteRank{Since: t0}, want: -1},
+		{name: "same priority: the pod a node's gate waits for first, before those that unblock nodes", a: WriteRank{Gates: true, Since: t0.Add(time.Hour)}, b: WriteRank{Unblocks: true, Since: t0}, want: -1},
+		{name: "higher priority first, even if the other gates its node", a: WriteRank{Priority: 1}, b: WriteRank{Gates: true}, want: -1},
 		{name: "same level: the node waiting longest first", a: WriteRank{Since: t0}, b: WriteRank{Since: t0.Add(time.Second)}, want: -1},
 		{name: "negative priority after none", a: WriteRank{Priority: -1}, b: WriteRank{}, want: 1},
 		{name: "equal", a: WriteRank{Priority: 3, Since: t0}, b: WriteRank{Priority: 3, Since: t0}, want: 0},

@@ -66,6 +66,12 @@ type writeQueue struct {
 	// waiting those waiting for a write to claim, and paidWaiting those holding a
 	// token and waiting for a write (see wakeLocked).
 	claimants, waiting, paidWaiting int
+	// urgent counts the requests outside the queue waiting for a token that goes
+	// before every queued write (takeToken); handed, the tokens dispatchers handed
+	// them and they have not taken yet.
+	urgent, handed int
+	// handedCond wakes the requests waiting in takeToken (dispatchers wait on cond).
+	handedCond *sync.Cond
 	// closed ends every dispatcher's wait.
 	closed bool
 	// seen holds, for a DaemonSet being synced, the nodes of its queued creates
@@ -103,6 +109,7 @@ type lane struct {
 func newWriteQueue() *writeQueue {
 	q := &writeQueue{byDS: map[string]*dsWrites{}, seen: map[string]map[string]bool{}}
 	q.cond = sync.NewCond(&q.mu)
+	q.handedCond = sync.NewCond(&q.mu)
 	return q
 }
 
@@ -239,7 +246,7 @@ func (d *dsWrites) lane(rank WriteRank) *lane {
 			return l
 		}
 	}
-	l := &lane{level: WriteRank{Priority: rank.Priority, Unblocks: rank.Unblocks}}
+	l := &lane{level: WriteRank{Priority: rank.Priority, Gates: rank.Gates, Unblocks: rank.Unblocks}}
 	d.lanes = append(d.lanes, l)
 	return l
 }
@@ -443,6 +450,7 @@ func (q *writeQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.cond.Broadcast()
+	q.handedCond.Broadcast()
 	q.mu.Unlock()
 }
 

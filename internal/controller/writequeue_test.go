@@ -477,3 +477,61 @@ func TestWriteQueue_EveryWriteGoesOutWithManyDispatchers(t *testing.T) {
 		}
 	}
 }
+
+// A request outside the queue (the node gate's) takes the next token a dispatcher
+// gets, ahead of the writes queued before it; with no write queued, an idle
+// dispatcher takes a token for it alone; a closed queue sends it to the limiter.
+func TestWriteQueue_TakeTokenGoesFirst(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := newWriteQueue()
+	g := newGate()
+	got := make(chan string, 16)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for {
+				w, ok := q.next(ctx, g)
+				if !ok {
+					return
+				}
+				got <- w.String()
+				q.answered(w, nil, false)
+			}
+		})
+	}
+	var writes []*podWrite
+	for _, n := range []string{"a", "b", "c", "d"} {
+		writes = append(writes, testDelete("ns/plain", n, WriteRank{}))
+	}
+	q.add("ns/plain", writes, noExpect)
+	waitUntil(t, func() bool { return g.waits.Load() == 3 }) // every dispatcher waits for a token
+	taken := make(chan bool, 1)
+	go func() { taken <- q.takeToken() }()
+	waitUntil(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.urgent == 1 })
+	g.release(1)
+	if ok := <-taken; !ok {
+		t.Fatal("the urgent request did not get the first token")
+	}
+	if len(got) != 0 {
+		t.Errorf("a queued write went out with the token the urgent request asked for: %s", <-got)
+	}
+	g.release(4)
+	for range 4 {
+		<-got
+	}
+
+	// Nothing queued: an idle dispatcher takes a token for the request alone.
+	waitUntil(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.waiting == 3 })
+	go func() { taken <- q.takeToken() }()
+	waitUntil(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.urgent == 1 && q.claimants == 1 })
+	g.release(1)
+	if ok := <-taken; !ok {
+		t.Fatal("with the queue idle, the urgent request got no token")
+	}
+	q.close()
+	if q.takeToken() {
+		t.Error("a closed queue handed out a token")
+	}
+	wg.Wait()
+}
