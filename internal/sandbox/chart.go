@@ -44,12 +44,14 @@ func chartMode(controllerFlag string) string {
 // loadChart is everynode's chart as this binary embeds it.
 func loadChart() (*helmchart.Chart, error) { return chart.Load(charts.Everynode()) }
 
-// chartValues are the values the sandbox installs the chart with: its mode, and
-// pods on the real nodes from the image the sandbox imported there (tagged with the
-// chart's appVersion, the chart's default tag), never pulled.
+// chartValues are the values the sandbox installs the chart with: its mode, the
+// node gate on (as in the sandbox's own controller), and pods on the real nodes from
+// the image the sandbox imported there (tagged with the chart's appVersion, the
+// chart's default tag), never pulled.
 func chartValues(mode string) map[string]any {
 	return map[string]any{
 		"mode":         mode,
+		"nodeGate":     map[string]any{"enabled": true},
 		"image":        map[string]any{"repository": realnode.ControllerRepository, "pullPolicy": string(v1.PullNever)},
 		"nodeSelector": map[string]any{realnode.LabelReal: "true"},
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/everynode/everynode/internal/daemon"
 	"github.com/everynode/everynode/internal/nodesim"
 	"github.com/everynode/everynode/internal/realnode"
 	"github.com/everynode/everynode/internal/sandbox"
@@ -25,7 +26,8 @@ import (
 // simulated nodes is rolled out, and mid-rollout the leading replica's process is
 // killed (SIGKILL, as the kernel's OOM killer or a crash would): the other replica
 // takes the Lease within the Lease's bounds and finishes the rollout, the budget
-// (one node at a time) held throughout, watched pod by pod.
+// (one node at a time) held throughout, watched pod by pod. Then the chart's
+// controller, with the chart's RBAC (nodeGate.enabled), opens a new node's gate.
 func TestRealNodeChart(t *testing.T) {
 	realNodesWanted(t)
 	for _, tc := range []struct {
@@ -103,6 +105,7 @@ func TestRealNodeChart(t *testing.T) {
 				s := pod.Status.ContainerStatuses[0]
 				return s.RestartCount == 1 && s.Ready, nil
 			})
+			checkChartNodeGate(t, client, ns)
 			if tc.controller == sandbox.ControllerChartCompanion {
 				// Companion mode's OnDelete rollouts are what Helm 3 cannot wait
 				// for: the chart's hook does.
@@ -225,4 +228,34 @@ func labelledNodes(t *testing.T, client kubernetes.Interface, labels map[string]
 		names = append(names, n.Name)
 	}
 	return names
+}
+
+// checkChartNodeGate adds a simulated node tainted with a gate key and a DaemonSet
+// gating on it: the controller the chart installed removes the taint once the
+// DaemonSet's pod there is available, which its ServiceAccount may do only by the
+// node patch nodeGate.enabled grants.
+func checkChartNodeGate(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "gated-" + ns
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{nodesim.LabelSimulated: "true", v1.LabelHostname: name, "e2e/gated": ns}},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: gateKey, Value: "true", Effect: v1.TaintEffectNoSchedule}}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ds := daemonSet(ns, "gating", map[string]string{"e2e/gated": ns})
+	ds.Annotations = map[string]string{daemon.AnnotationNodeGate: gateKey}
+	ds.Spec.Template.Spec.Tolerations = []v1.Toleration{{Key: gateKey, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
+	if _, err := client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	realWait(t, "the chart's controller to remove the gate taint of node "+name, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && !gateTainted(n), nil
+	})
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=gating"})
+	if err != nil || len(pods.Items) != 1 || !daemon.IsReady(&pods.Items[0]) {
+		t.Errorf("the gate of node %s opened with the gating pods %v (%v); want its one pod Ready", name, pods, err)
+	}
 }
