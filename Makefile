@@ -97,7 +97,7 @@ vet-sandbox:
 # kube-controller-manager's DaemonSet controller and with everynode, on fresh
 # sandboxes; fails if any run fails. About ten minutes after the build.
 bench-smoke: build
-	bin/everynode bench --scenarios create,rolling,in-place,burst --nodes 100 --burst-nodes 50 --burst-add 20
+	bin/everynode bench --scenarios create,rolling,in-place,burst --nodes 100 --burst-nodes 50 --burst-add 20 --json bin/bench-smoke.json
 	bin/everynode bench --kube-api-qps 0 --scenarios churn,big-cluster \
 		--churn-nodes 100 --churn-rate 10 --churn-duration 10s --churn-add-nodes 20 \
 		--big-nodes 100 --big-pods 1000

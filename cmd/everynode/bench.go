@@ -87,7 +87,12 @@ phase; peak RSS of the controller process (VmHWM from /proc/<pid>/status at the 
 the run: the largest resident set over its whole life, startup included); API
 requests by verb, errors and response bytes, counted by the proxy over the phase.
 
-Progress goes to stderr, the table to stdout. Expect minutes per run at the default
+Progress goes to stderr, the table to stdout. Each progress line names its run (the
+how-manieth of all), scenario and controller, and a wait for convergence says every
+15 s how far the DaemonSets are (converged, pods updated and available of those
+wanted). --json FILE also writes the results as JSON: every run and metric with raw
+values (seconds, bytes, counts) and its unit named, a latency never reached as null
+with "infinite": true. Expect minutes per run at the default
 sizes; the first build of everynode takes much longer.`,
 		Example: `  everynode bench --scenarios create,rolling --nodes 100
   everynode bench --kube-api-qps 0 --scenarios create,create-5,rolling,surge --nodes 1000
@@ -129,5 +134,6 @@ sizes; the first build of everynode takes much longer.`,
 	fs.StringVar(&o.ProfileDir, "profile-dir", o.ProfileDir, "Save CPU profiles of everynode's controller over each scenario run to this directory, in consecutive 10 s chunks (<scenario>-everynode-NNN.pprof; `go tool pprof` merges them), and a heap profile at the end of each run (<scenario>-everynode-heap.pprof).")
 	fs.StringArrayVar(&o.EveryNodeArgs, "everynode-arg", o.EveryNodeArgs, "A flag added to everynode's controller command line (repeat for more), to try its settings: --everynode-arg=--sync-batch-period=50ms. The line above the table names them.")
 	fs.BoolVar(&o.ByResource, "by-resource", o.ByResource, "Also print the measured phase's API requests by verb and resource.")
+	fs.StringVar(&o.JSONPath, "json", o.JSONPath, "Also write the results to this file as JSON (raw values: seconds, bytes, counts; each unit named), for scripts that compare runs.")
 	return cmd
 }

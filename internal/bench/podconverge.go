@@ -19,6 +19,7 @@ const podsEvery = 100 * time.Millisecond
 // status shows it, or for the floor controller, which writes no status, as its pods
 // show it (see podsShort).
 func (r *runCtx) waitConverged(wants map[string]dsWant) (time.Time, error) {
+	defer r.reportProgress("converging", wants)()
 	if r.ctrl.Name == Floor {
 		return r.w.waitUntil(r.ctx, func() []string { return r.w.podsShort(wants) }, nil, podsEvery, r.ctrl, r.o.Timeout)
 	}

@@ -65,6 +65,8 @@ type Options struct {
 	EveryNodeArgs []string
 	// Command is the command line, printed above the table.
 	Command string
+	// JSONPath, if set, receives the results as JSON too (JSONReport).
+	JSONPath string
 }
 
 // DefaultOptions fit a 2-core machine.
@@ -174,25 +176,31 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	}
 	table := Table{Controllers: columns}
 	detail := Table{Controllers: columns}
+	report := JSONReport{Started: started.UTC(), Machine: machine(), Command: o.Command, QPS: max(o.QPS, 0), Burst: o.Burst, Controllers: columns}
 	var durations []string
 	failed := 0
+	total, done := plannedRuns(o), 0
 	for _, name := range o.Scenarios {
 		sc := scenarioByName(name, o)
 		res := Result{Scenario: sc.title}
 		det := Result{Scenario: sc.title}
+		js := JSONScenario{Name: name, Title: sc.title}
 		for _, ctrl := range o.Controllers {
 			if ctrl == Floor && !sc.floor {
 				res.Runs = append(res.Runs, RunMetrics{Controller: ctrl, Skipped: true})
 				det.Runs = append(det.Runs, RunMetrics{Controller: ctrl, Skipped: true})
+				js.Runs = append(js.Runs, JSONRun{Controller: ctrl, Skipped: true})
 				continue
 			}
+			done++
 			logf := func(format string, args ...any) {
-				fmt.Fprintf(progress, "%s [%s %s] %s\n", time.Now().Format("15:04:05"), name, ctrl, fmt.Sprintf(format, args...))
+				fmt.Fprintf(progress, "%s [%d/%d %s %s] %s\n", time.Now().Format("15:04:05"), done, total, name, ctrl, fmt.Sprintf(format, args...))
 			}
 			dir := filepath.Join(work, name+"-"+ctrl)
 			t0 := time.Now()
 			run, counts := runOne(ctx, o, sc, ctrl, dir, logf)
 			took := time.Since(t0).Round(time.Second)
+			js.Runs = append(js.Runs, jsonRun(run, took))
 			durations = append(durations, fmt.Sprintf("%s/%s %v", name, ctrl, took))
 			if run.Err != nil {
 				failed++
@@ -208,6 +216,7 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 		}
 		table.Results = append(table.Results, res)
 		detail.Results = append(detail.Results, det)
+		report.Scenarios = append(report.Scenarios, js)
 		if ctx.Err() != nil {
 			break
 		}
@@ -233,6 +242,12 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	if o.Keep {
 		fmt.Fprintf(out, "Sandbox data and logs kept in %s\n", work)
 	}
+	if o.JSONPath != "" {
+		if err := writeJSONReport(o.JSONPath, &report); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "results written as JSON to %s\n", o.JSONPath)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -240,6 +255,33 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 		return fmt.Errorf("%d run(s) failed", failed)
 	}
 	return nil
+}
+
+// plannedRuns is how many (scenario, controller) runs o asks for: the floor runs
+// only the scenarios it can.
+func plannedRuns(o Options) int {
+	n := 0
+	for _, name := range o.Scenarios {
+		for _, ctrl := range o.Controllers {
+			if ctrl != Floor || scenarioByName(name, o).floor {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// writeJSONReport writes r to path.
+func writeJSONReport(path string, r *JSONReport) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing the JSON results: %w", err)
+	}
+	if err := r.Write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the JSON results to %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func limitText(qps float32, burst int) string {

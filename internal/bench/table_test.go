@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -131,5 +134,33 @@ func TestTableMarkdownWithTheFloor(t *testing.T) {
 `
 	if diff := cmp.Diff(want, table.Markdown()); diff != "" {
 		t.Errorf("Markdown (-want +got):\n%s", diff)
+	}
+}
+
+// The JSON report carries every run and metric with raw values and named units; a
+// latency some node never reached is null and infinite, not a number JSON cannot hold.
+func TestJSONReport(t *testing.T) {
+	r := JSONReport{Controllers: []string{Upstream, EveryNode}, Scenarios: []JSONScenario{{Name: "burst", Title: "burst: …", Runs: []JSONRun{
+		jsonRun(RunMetrics{Controller: Upstream, Metrics: []Metric{
+			{Name: "burst: created → node Ready, p99 (s)", Unit: Seconds, Value: math.Inf(1)},
+			{Name: "controller peak RSS, VmHWM (MiB)", Unit: Bytes, Value: 3 << 20},
+		}}, 90*time.Second),
+		jsonRun(RunMetrics{Controller: EveryNode, Err: errors.New("not converged")}, time.Second),
+	}}}}
+	var buf bytes.Buffer
+	if err := r.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back JSONReport
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatalf("the report does not read back: %v\n%s", err, buf.String())
+	}
+	runs := back.Scenarios[0].Runs
+	ms := runs[0].Metrics
+	if len(ms) != 2 || ms[0].Value != nil || !ms[0].Infinite || ms[1].Unit != "bytes" || ms[1].Value == nil || *ms[1].Value != 3<<20 {
+		t.Errorf("metrics read back as %+v", ms)
+	}
+	if runs[0].Seconds != 90 || runs[1].Error != "not converged" {
+		t.Errorf("runs read back as %+v", runs)
 	}
 }
