@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -184,7 +183,7 @@ func (g *nodeGate) decide(ctx context.Context, name string) error {
 	} else if err != nil {
 		return err
 	}
-	var errs []error
+	var open []string
 	for _, key := range daemon.GateKeys(node) {
 		members := g.members(key, name)
 		if len(members) == 0 {
@@ -198,14 +197,19 @@ func (g *nodeGate) decide(ctx context.Context, name string) error {
 			}
 			continue
 		}
-		if err := g.removeTaints(ctx, node, key); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		klog.FromContext(ctx).V(2).Info("Node gate opened", "node", klog.KObj(node), "key", key,
-			"sinceNodeCreated", g.clock.Since(node.CreationTimestamp.Time).Round(time.Millisecond))
+		open = append(open, key)
 	}
-	return errors.Join(errs...)
+	if len(open) == 0 {
+		return nil
+	}
+	// The open gates' taints go in one patch: the indexes of a second would be the
+	// cache's, from before the first.
+	if err := g.removeTaints(ctx, node, open); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Node gate opened", "node", klog.KObj(node), "keys", open,
+		"sinceNodeCreated", g.clock.Since(node.CreationTimestamp.Time).Round(time.Millisecond))
+	return nil
 }
 
 // check keeps ds's NodeGateFailure condition true, with a Warning event when it

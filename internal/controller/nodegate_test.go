@@ -131,3 +131,20 @@ func TestNodeGateFailure(t *testing.T) {
 		t.Errorf("with the gate off, n1 has taints %v; want the gate taint kept", got)
 	}
 }
+
+// A node gated on two keys, each by its own DaemonSet, loses both taints once both
+// pods are available (in one patch, whose indexes are all from the same node), and
+// keeps its other taint.
+func TestNodeGateTwoKeys(t *testing.T) {
+	h := newHarness(t, harnessOptions{nodeGate: true})
+	other := v1.Taint{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}
+	h.createNode("n1", map[string]string{"os": "linux"}, gateTaint(agentsGate), other, gateTaint(brokenGate))
+	for name, key := range map[string]string{"agent": agentsGate, "storage": brokenGate} {
+		ds := gatingDaemonSet(name, key)
+		ds.Spec.Template.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}}
+		h.createDaemonSet(ds)
+	}
+	h.waitFor("both gate taints gone, the other kept", func() bool {
+		return strings.Join(h.taintKeys("n1"), ",") == "dedicated:NoSchedule"
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -23,15 +24,20 @@ type jsonPatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// removeTaints removes node's NoSchedule taints of key, as the cache shows them. Each
-// removal is preceded by a test that the taint is still where the cache saw it, so a
-// node whose taints changed since (another controller's write) is refused whole
-// instead of losing the wrong taint; the refusal is retried from the newer cache.
-func (g *nodeGate) removeTaints(ctx context.Context, node *v1.Node, key string) error {
-	at := daemon.GateTaints(node, key)
+// removeTaints removes node's NoSchedule taints of keys, as the cache shows them, in
+// one patch. Each removal is preceded by a test that the taint is still where the
+// cache saw it, so a node whose taints changed since (another controller's write) is
+// refused whole instead of losing the wrong taint; the refusal is retried from the
+// newer cache.
+func (g *nodeGate) removeTaints(ctx context.Context, node *v1.Node, keys []string) error {
+	var at []int
+	for _, key := range keys {
+		at = append(at, daemon.GateTaints(node, key)...)
+	}
 	if len(at) == 0 {
 		return nil
 	}
+	slices.SortFunc(at, func(a, b int) int { return b - a })
 	ops := make([]jsonPatchOp, 0, 2*len(at))
 	for _, i := range at { // last first, so the indexes stay right
 		path := fmt.Sprintf("/spec/taints/%d", i)
@@ -48,7 +54,7 @@ func (g *nodeGate) removeTaints(ctx context.Context, node *v1.Node, key string) 
 	}
 	_, err = g.client.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: g.manager})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing taint %s from node %s: %w", key, node.Name, err)
+		return fmt.Errorf("removing taints %v from node %s: %w", keys, node.Name, err)
 	}
 	return nil
 }
