@@ -13,7 +13,8 @@ import (
 // since the last.
 //
 // A DaemonSet is memoable when every pod is of the current revision, at most one per
-// node, none finished, no rollout policy is set and nothing depends on the time: the
+// node, none finished (a finished pod marked for deletion counts as gone, as it does
+// for the placement rules), no rollout policy is set and nothing depends on the time: the
 // placement rules then decide each node alone (a pod to create, a pod to delete, or
 // nothing) and the status is a sum over the nodes. A Decide that finds it so records
 // per node the node and pod objects it saw, its share of the status counters and
@@ -126,8 +127,11 @@ func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 		}
 		m.countCause(e, 1)
 	}
-	if len(m.byPod) != v.claimed {
-		return nil // claimed pods the rules skip: the full decision sorts them out
+	if len(m.byPod) != v.claimed-v.finished {
+		// Claimed pods the rules skip, or a finished pod of an older template going,
+		// whose revision the history keeps until it is gone: the full decision sorts
+		// them out.
+		return nil
 	}
 	return m
 }
@@ -304,6 +308,7 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 		}
 	}
 	var newPods []*v1.Pod
+	gen, hasGen := templateGeneration(s.DaemonSet.Annotations)
 	for _, pod := range s.Pods {
 		if i, ok := m.byPod[pod]; ok {
 			m.entries[i].podSeen = epoch
@@ -332,6 +337,12 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 		case claimOwned:
 		default:
 			return nil, false
+		}
+		if isTerminal(pod) && pod.DeletionTimestamp != nil {
+			if !isUpdated(pod, m.hash, gen, hasGen) {
+				return nil, false // its revision may be pruned once it is gone
+			}
+			continue // finished and on its way out: as if gone already (arrange)
 		}
 		name, ok := TargetNode(pod)
 		if !ok {

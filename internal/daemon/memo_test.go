@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -441,6 +442,31 @@ func TestMemoLookedWhilePodTerminates(t *testing.T) {
 	step("the cache shows the pod terminating", 0, 1)
 	step("the pod still terminating, nothing new", 0, 0)
 
+	s.Pods = slices.Clone(s.Pods)
+	s.Pods[2] = s.Pods[2].DeepCopy()
+	s.Pods[2].Status.Phase = v1.PodSucceeded
+	step("the kubelet finished the pod", 0, 1)
+	step("the pod finished, nothing new", 0, 0)
+	if _, fresh := DecideWith(s, nil); fresh == nil {
+		t.Error("no new memo beside a finished pod on its way out")
+	}
+
 	s.Pods = s.Pods[:2]
-	step("the pod gone", 0, 1)
+	step("the finished pod gone (its node was looked at when it finished)", 0, 0)
+
+	// A finished pod of an older template keeps its revision until it is gone: the
+	// full decision, which may prune that revision then, takes over.
+	old := s.Pods[1].DeepCopy()
+	old.UID, old.Name = "uid-old", "agent-old"
+	old.Labels = maps.Clone(old.Labels)
+	old.Labels[HashLabel] = "older"
+	old.Status.Phase = v1.PodFailed
+	terminating()(old)
+	s.Pods = append(slices.Clone(s.Pods), old)
+	if _, next := DecideWith(s, m); next == m {
+		t.Error("the memo kept beside a finished pod of an older template")
+	}
+	if _, fresh := DecideWith(s, nil); fresh != nil {
+		t.Error("a new memo beside a finished pod of an older template")
+	}
 }

@@ -75,9 +75,12 @@ type Placement struct {
 	failures  map[string]int // Snapshot.Failures
 	surge     bool           // a node may hold an old and a new pod during an update
 	elig      *Eligibility
-	claimed   int          // pods claimed
-	nodes     []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
-	byName    map[string]*nodeState
+	claimed   int // pods claimed
+	// finished counts the claimed pods of the current template that are finished and
+	// marked for deletion: like every finished pod on its way out, left out.
+	finished int
+	nodes    []*nodeState // the snapshot's nodes in its order, then gone nodes with pods
+	byName   map[string]*nodeState
 	// placed is what the rules called for; counts, the status counters, and
 	// countRecheck, when the next Ready pod becomes available (zero for none).
 	placed
@@ -105,6 +108,9 @@ func arrange(s *Snapshot, elig *Eligibility, hash string, dupHashes map[string]b
 	}
 	for _, pod := range claimed {
 		if isTerminal(pod) && pod.DeletionTimestamp != nil {
+			if pl.updated(pod) {
+				pl.finished++
+			}
 			continue
 		}
 		name, ok := TargetNode(pod)
