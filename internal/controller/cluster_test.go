@@ -279,6 +279,6 @@ func (h *harness) dump() string {
 	for _, n := range nodes {
 		fmt.Fprintf(&b, "node %s: %s\n", n, strings.Join(byNode[n], ", "))
 	}
-	fmt.Fprintf(&b, "injected faults: %v\n", h.api.injectedFaults())
+	fmt.Fprintf(&b, "injected faults: %v\n", h.api.InjectedFaults())
 	return b.String()
 }

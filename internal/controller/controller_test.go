@@ -65,7 +65,7 @@ func TestController_ConvergesToOnePodPerEligibleNode(t *testing.T) {
 		}
 	}
 
-	created := h.api.createdPods()
+	created := h.api.CreatedPods()
 	if len(created) != 5 {
 		t.Fatalf("%d pods were created, want 5", len(created))
 	}
@@ -140,7 +140,7 @@ func TestController_ConvergesDespiteAPIFaults(t *testing.T) {
 		t.Errorf("%d pods, want 20", n)
 	}
 
-	injected := h.api.injectedFaults()
+	injected := h.api.InjectedFaults()
 	for _, kind := range []string{"pod create", "pod delete", "status update"} {
 		if injected[kind] == 0 {
 			t.Errorf("no %s fault was injected (%v): the test did not test what it claims", kind, injected)
@@ -225,7 +225,7 @@ func TestController_ReplacesFailedPodAfterBackoff(t *testing.T) {
 	first := h.podsByNode(ds)["node-0"][0]
 	h.failPod(first.Name)
 	second := h.waitForReplacement(ds, "node-0", first.UID)
-	firstGone, ok := h.api.deletedTime(first.UID)
+	firstGone, ok := h.api.DeletedTime(first.UID)
 	if !ok {
 		t.Fatalf("failed pod %s was replaced without being deleted", first.Name)
 	}
@@ -238,10 +238,10 @@ func TestController_ReplacesFailedPodAfterBackoff(t *testing.T) {
 	// after the first deletion) ends.
 	h.failPod(second.Name)
 	h.waitForWithin(5*time.Second, "the failed replacement deleted", func() bool {
-		_, ok := h.api.deletedTime(second.UID)
+		_, ok := h.api.DeletedTime(second.UID)
 		return ok
 	})
-	secondGone, _ := h.api.deletedTime(second.UID)
+	secondGone, _ := h.api.DeletedTime(second.UID)
 	if gap := secondGone.Sub(firstGone); gap < 900*time.Millisecond {
 		t.Errorf("the failed replacement was deleted %v after the first failed pod; want it held by the 1s backoff", gap)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/fakeapi"
 )
 
 const (
@@ -28,13 +29,13 @@ const (
 )
 
 // harness runs a Controller with two workers against a fake clientset made to behave
-// like an API server (see fakeAPI), with a pod invariant watcher. It plays the
+// like an API server (see internal/fakeapi), with a pod invariant watcher. It plays the
 // scheduler and kubelets itself, in step, which waitFor calls on every poll.
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	client *fake.Clientset
-	api    *fakeAPI
+	api    *fakeapi.API
 	inv    *invariants
 	ctrl   *Controller
 	// builtin, in companion mode, plays the cluster's own DaemonSet controller.
@@ -72,7 +73,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	logger := testr.NewWithOptions(t, testr.Options{Verbosity: 2})
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	client := fake.NewClientset()
-	api := installFakeAPI(client, opts.faults)
+	api := fakeapi.Install(client, fakeapi.Options{Faults: opts.faults, Record: true})
 	if opts.daemonSetLag > 0 {
 		lagWatches(client, "daemonsets", opts.daemonSetLag)
 	}

@@ -53,7 +53,7 @@ func TestController_InPlaceUpdateKeepsThePods(t *testing.T) {
 	if n := len(h.events(daemon.EventInPlaceUpdate)); n != len(nodes) {
 		t.Errorf("%d %s events, want one per node (%d)", n, daemon.EventInPlaceUpdate, len(nodes))
 	}
-	if n := len(h.api.createdPods()); n != len(nodes) {
+	if n := len(h.api.CreatedPods()); n != len(nodes) {
 		t.Errorf("%d pods created in all, want %d (the first pods only)", n, len(nodes))
 	}
 }

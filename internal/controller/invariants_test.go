@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/everynode/everynode/internal/daemon"
+	"github.com/everynode/everynode/internal/fakeapi"
 )
 
 // invariants watches every pod write in the fake API, in order, and records a
@@ -29,7 +30,7 @@ import (
 //   - when an unavailability limit is set, more of the listed nodes than allowed lack
 //     a Ready pod of the DaemonSet.
 type invariants struct {
-	api  *fakeAPI
+	api  *fakeapi.API
 	w    watch.Interface
 	done chan struct{}
 
@@ -56,7 +57,7 @@ const (
 	maxViolations = 20
 )
 
-func watchInvariants(ctx context.Context, client kubernetes.Interface, api *fakeAPI) (*invariants, error) {
+func watchInvariants(ctx context.Context, client kubernetes.Interface, api *fakeapi.API) (*invariants, error) {
 	w, err := client.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
@@ -165,7 +166,7 @@ func (inv *invariants) checkCreated(pod *v1.Pod) {
 	if at, ok := inv.touched[name]; ok && time.Since(at) < touchGrace {
 		return
 	}
-	obj, err := inv.api.tracker.Get(daemonSetsResource, pod.Namespace, ref.Name)
+	obj, err := inv.api.Tracker.Get(daemonSetsResource, pod.Namespace, ref.Name)
 	if err != nil {
 		return
 	}
@@ -173,7 +174,7 @@ func (inv *invariants) checkCreated(pod *v1.Pod) {
 	if ds.UID != ref.UID {
 		return
 	}
-	obj, err = inv.api.tracker.Get(nodesResource, "", name)
+	obj, err = inv.api.Tracker.Get(nodesResource, "", name)
 	if err != nil {
 		inv.violate("pod %s was created for node %s, which does not exist", pod.Name, name)
 		return

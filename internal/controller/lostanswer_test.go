@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func (h *harness) loseCreateAnswers(n int32, carry bool) *atomic.Int32 {
 			pod.Name = fmt.Sprintf("%slost%d", pod.GenerateName, lost.Load())
 			pod.UID = uuid.NewUUID()
 			pod.CreationTimestamp = metav1.Now()
-			pod.ResourceVersion = strconv.FormatInt(h.api.rv.Add(1), 10)
+			pod.ResourceVersion = h.api.NextResourceVersion()
 			pod.Status = v1.PodStatus{Phase: v1.PodPending}
 			if err := h.client.Tracker().Create(podsResource, pod, pod.Namespace, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
 				return true, nil, err

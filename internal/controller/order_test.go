@@ -207,7 +207,7 @@ func TestController_QueuedCreatesANewerPlanDropsAreNotSent(t *testing.T) {
 	h.waitFor("one v2 pod on each node left", func() bool {
 		return h.converged("agent", nodes[:3]) && h.podsOf(h.daemonSet("agent"))[0].Spec.Containers[0].Image == "example.com/agent:v2"
 	})
-	created := h.api.createdPods()
+	created := h.api.CreatedPods()
 	if len(created) != 3 {
 		t.Errorf("%d pods created, want 3", len(created))
 	}
@@ -379,7 +379,7 @@ func TestController_QueuedWritesMeetTheFenceWhenSent(t *testing.T) {
 	}
 	fenced.Store(false)
 	h.waitFor("one pod per node once the fence holds", func() bool { return h.converged("agent", nodes) })
-	if n := len(h.api.createdPods()); n != 4 {
+	if n := len(h.api.CreatedPods()); n != 4 {
 		t.Errorf("%d pods created, want 4", n)
 	}
 }

@@ -58,7 +58,7 @@ func TestController_AdoptsMatchingOrphansAndReleasesMismatches(t *testing.T) {
 		ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		t.Errorf("adopted pod's ownerReferences = %+v, want a blocking controller reference to the DaemonSet", adopted.OwnerReferences)
 	}
-	for _, pod := range h.api.createdPods() {
+	for _, pod := range h.api.CreatedPods() {
 		if node, _ := daemon.TargetNode(pod); node == "node-1" && pod.Name != orphan.Name {
 			t.Errorf("pod %s was created for node-1, which had an adoptable pod", pod.Name)
 		}

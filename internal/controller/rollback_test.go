@@ -106,7 +106,7 @@ func TestController_StaleRollbackLeavesANewerTemplate(t *testing.T) {
 		delete(ds.Spec.Template.Annotations, annotationNeverReady)
 		ds.Generation++
 		ds.Annotations[daemon.TemplateGenerationAnnotation] = strconv.FormatInt(ds.Generation, 10)
-		ds.ResourceVersion = strconv.FormatInt(h.api.rv.Add(1), 10)
+		ds.ResourceVersion = h.api.NextResourceVersion()
 		if err := h.client.Tracker().Update(daemonSetsResource, ds, testNamespace); err != nil {
 			t.Error(err)
 		}

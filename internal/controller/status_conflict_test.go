@@ -21,10 +21,7 @@ func TestController_LostStatusAnswerCostsOneConflict(t *testing.T) {
 		if a.GetSubresource() != "status" {
 			return false, nil, nil
 		}
-		handled, obj, err := h.api.semantics(a)
-		if !handled {
-			handled, obj, err = h.api.store(a)
-		}
+		handled, obj, err := h.api.Handle(a)
 		if apierrors.IsConflict(err) {
 			conflicts.Add(1)
 		}

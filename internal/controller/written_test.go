@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/everynode/everynode/internal/fakeapi"
 )
 
 // A sync that runs before the cache has seen the controller's previous status write
@@ -19,7 +21,7 @@ import (
 func TestSync_StatusBuildsOnOwnWriteWhileCacheLags(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
-	installFakeAPI(client, faults{})
+	fakeapi.Install(client, fakeapi.Options{})
 	c, factory := newIdleControllerFor(t, client)
 	add := func(inf cache.SharedIndexInformer, obj any) {
 		t.Helper()
