@@ -7,6 +7,7 @@ import (
 
 	apps "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // exclusionAffinity is the shape of affinity cluster-wide agents often carry: one term
@@ -103,8 +104,9 @@ func BenchmarkDecideRememberedVerdicts(b *testing.B) {
 
 // BenchmarkDecideWithMemo measures the decision for the same settled DaemonSet when
 // the previous decision's Memo is kept, as the controller does: with nothing changed
-// since, with one pod's readiness flipping on every decision, and with one node's
-// NoExecute taint coming and going (its pod to delete, then to keep).
+// since, with one pod's readiness flipping on every decision (the snapshot naming
+// it or not), and with one node's NoExecute taint coming and going (its pod to
+// delete, then to keep).
 func BenchmarkDecideWithMemo(b *testing.B) {
 	for _, tc := range affinityCases() {
 		for _, n := range []int{1000, 10000} {
@@ -135,6 +137,27 @@ func BenchmarkDecideWithMemo(b *testing.B) {
 					var p Plan
 					// The stored status counts every pod ready: only the unready
 					// flip needs a new one.
+					if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
+						b.Fatal("the memo was dropped, or the flip not counted")
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%s/nodes=%d/one-pod-flips-named", tc.name, n), func(b *testing.B) {
+				// As above, with the snapshot naming the pod that changed, as the
+				// controller's does: nothing else is compared.
+				s := steadySnapshot(b, n, tc.affinity)
+				_, m := DecideWith(s, nil)
+				ready := s.Pods[n/2]
+				unready := ready.DeepCopy()
+				notReady()(unready)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					pod := []*v1.Pod{unready, ready}[i%2]
+					s.Pods[n/2] = pod
+					s.Changes = &Changes{From: s.At, Pods: map[types.UID]*v1.Pod{pod.UID: pod}}
+					s.At.Pods++
+					var p Plan
 					if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
 						b.Fatal("the memo was dropped, or the flip not counted")
 					}

@@ -41,7 +41,7 @@ type Memo struct {
 
 	entries []memoNode // one per node
 	byNode  map[*v1.Node]int
-	byPod   map[*v1.Pod]int
+	byUID   map[types.UID]int // the entries' pods
 	byName  map[string]int
 	pending []int  // the entries looked at on every decision
 	total   counts // the sum of the entries' shares
@@ -53,6 +53,17 @@ type Memo struct {
 	causes map[Unavailable]int
 	// looked is how many nodes the last decision from the memo looked at again.
 	looked int
+	// at is the At of the snapshot the memo was made or last used with.
+	at Position
+}
+
+// At is the At of the snapshot m was made or last used with: a caller that counts
+// its caches' changes passes the changes since then (Snapshot.Changes).
+func (m *Memo) At() Position {
+	if m == nil {
+		return Position{}
+	}
+	return m.at
 }
 
 // Looked is how many nodes the last decision from m looked at again (changed,
@@ -99,7 +110,8 @@ func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 		revisions: make(map[*apps.ControllerRevision]bool, len(s.Revisions)),
 		entries:   make([]memoNode, 0, len(v.nodes)),
 		byNode:    make(map[*v1.Node]int, len(v.nodes)),
-		byPod:     make(map[*v1.Pod]int, len(v.nodes)),
+		byUID:     make(map[types.UID]int, len(v.nodes)),
+		at:        s.At,
 		byName:    make(map[string]int, len(v.nodes)),
 	}
 	for _, r := range s.Revisions {
@@ -116,7 +128,7 @@ func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 		m.entries = append(m.entries, e)
 		m.byNode[n.node], m.byName[n.name] = i, i
 		if e.pod != nil {
-			m.byPod[e.pod] = i
+			m.byUID[e.pod.UID] = i
 		}
 		if e.pending {
 			m.pending = append(m.pending, i)
@@ -127,7 +139,7 @@ func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 		}
 		m.countCause(e, 1)
 	}
-	if len(m.byPod) != v.claimed-v.finished {
+	if len(m.byUID) != v.claimed-v.finished {
 		// Claimed pods the rules skip, or a finished pod of an older template going,
 		// whose revision the history keeps until it is gone: the full decision sorts
 		// them out.
@@ -222,10 +234,17 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 			return Plan{}, false
 		}
 	}
-	changed, ok := m.compare(s)
+	var changed []int
+	var ok bool
+	if s.Changes != nil && s.Changes.From == m.at {
+		changed, ok = m.compareChanges(s)
+	} else {
+		changed, ok = m.compare(s)
+	}
 	if !ok {
 		return Plan{}, false
 	}
+	m.at = s.At
 	m.looked = len(changed)
 	v := &Placement{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
 	v.gen, v.hasGen = templateGeneration(ds.Annotations)
@@ -310,7 +329,7 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 	var newPods []*v1.Pod
 	gen, hasGen := templateGeneration(s.DaemonSet.Annotations)
 	for _, pod := range s.Pods {
-		if i, ok := m.byPod[pod]; ok {
+		if i, ok := m.byUID[pod.UID]; ok && m.entries[i].pod == pod {
 			m.entries[i].podSeen = epoch
 		} else {
 			newPods = append(newPods, pod)
@@ -356,11 +375,14 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 		if e.pod != nil && (e.podSeen == epoch || e.replaced && e.changed == epoch) {
 			return nil, false // a second pod on the node
 		}
+		if j, ok := m.byUID[pod.UID]; ok && j != i {
+			return nil, false // the pod is on another node than it was
+		}
 		if e.pod != nil {
-			delete(m.byPod, e.pod)
+			delete(m.byUID, e.pod.UID)
 		}
 		e.pod, e.podSeen, e.replaced = pod, epoch, true
-		m.byPod[pod] = i
+		m.byUID[pod.UID] = i
 		changed = m.markChanged(changed, i)
 	}
 	for i := range m.entries {
@@ -369,10 +391,105 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 			return nil, false // a node is gone
 		}
 		if e.pod != nil && e.podSeen != epoch {
-			delete(m.byPod, e.pod) // the pod is gone, or no longer ours
+			if m.byUID[e.pod.UID] == i {
+				delete(m.byUID, e.pod.UID) // the pod is gone, or no longer ours
+			}
 			e.pod = nil
 			changed = m.markChanged(changed, i)
 		}
+	}
+	return changed, true
+}
+
+// compareChanges is compare for a snapshot that names what changed since the memo's
+// (Snapshot.Changes): it looks at the pending nodes, those with a create in flight
+// and the changed nodes and pods alone, and brings their entries up to date as
+// compare would.
+func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
+	m.epoch++
+	var changed []int
+	for _, i := range m.pending {
+		changed = m.markChanged(changed, i)
+	}
+	for name := range s.InFlight.Creates {
+		i, ok := m.byName[name]
+		if !ok {
+			return nil, false
+		}
+		changed = m.markChanged(changed, i)
+	}
+	c := s.Changes
+	for name, node := range c.Nodes {
+		i, held := m.byName[name]
+		switch {
+		case node == nil && held:
+			return nil, false // a node is gone
+		case node == nil || held && m.entries[i].node == node:
+			continue
+		case held:
+			delete(m.byNode, m.entries[i].node)
+		default:
+			i = len(m.entries) // a node joined
+			m.entries = append(m.entries, memoNode{})
+			m.byName[name] = i
+		}
+		e := &m.entries[i]
+		e.node, e.verdict = node, m.elig.Check(node)
+		m.byNode[node] = i
+		changed = m.markChanged(changed, i)
+	}
+	// The pods that went (or no longer count) first, so that a pod replacing one of
+	// them on its node is not taken for a second pod there.
+	gen, hasGen := templateGeneration(s.DaemonSet.Annotations)
+	var present []*v1.Pod
+	for uid, pod := range c.Pods {
+		if pod != nil {
+			switch decideClaim(pod, m.uid, m.selector) {
+			case claimIgnore:
+				pod = nil
+			case claimOwned:
+			default:
+				return nil, false
+			}
+		}
+		if pod != nil && isTerminal(pod) && pod.DeletionTimestamp != nil {
+			if !isUpdated(pod, m.hash, gen, hasGen) {
+				return nil, false // its revision may be pruned once it is gone
+			}
+			pod = nil // finished and on its way out: as if gone already (arrange)
+		}
+		if pod != nil {
+			present = append(present, pod)
+			continue
+		}
+		if i, held := m.byUID[uid]; held {
+			delete(m.byUID, uid)
+			m.entries[i].pod = nil
+			changed = m.markChanged(changed, i)
+		}
+	}
+	for _, pod := range present {
+		name, ok := TargetNode(pod)
+		if !ok {
+			return nil, false
+		}
+		i, ok := m.byName[name]
+		if !ok {
+			return nil, false
+		}
+		e := &m.entries[i]
+		switch {
+		case e.pod == pod:
+			continue
+		case e.pod != nil && e.pod.UID != pod.UID:
+			return nil, false // a second pod on the node
+		}
+		if j, held := m.byUID[pod.UID]; held && j != i {
+			return nil, false // the pod is on another node than it was
+		}
+		e.pod = pod
+		m.byUID[pod.UID] = i
+		changed = m.markChanged(changed, i)
 	}
 	return changed, true
 }

@@ -274,6 +274,89 @@ func TestDecideWithMemoMatchesDecide(t *testing.T) {
 	}
 }
 
+// cacheLog plays a caller that counts its caches' changes: it names, by identity,
+// the nodes and pods that differ from those of the snapshot it last saw, and now
+// and then a few that did not change (Changes may name more than changed).
+type cacheLog struct {
+	at    Position
+	nodes map[string]*v1.Node
+	pods  map[types.UID]*v1.Pod
+}
+
+func (l *cacheLog) record(s *Snapshot, r *rand.Rand) {
+	nodes := make(map[string]*v1.Node, len(s.Nodes))
+	for _, n := range s.Nodes {
+		nodes[n.Name] = n
+	}
+	pods := make(map[types.UID]*v1.Pod, len(s.Pods))
+	for _, p := range s.Pods {
+		pods[p.UID] = p
+	}
+	ch := &Changes{From: l.at, Nodes: map[string]*v1.Node{}, Pods: map[types.UID]*v1.Pod{}}
+	for name, n := range nodes {
+		if l.nodes[name] != n || r.IntN(10) == 0 {
+			ch.Nodes[name] = n
+		}
+	}
+	for name := range l.nodes {
+		if nodes[name] == nil {
+			ch.Nodes[name] = nil
+		}
+	}
+	for uid, p := range pods {
+		if l.pods[uid] != p || r.IntN(10) == 0 {
+			ch.Pods[uid] = p
+		}
+	}
+	for uid := range l.pods {
+		if pods[uid] == nil {
+			ch.Pods[uid] = nil
+		}
+	}
+	l.at = Position{Nodes: l.at.Nodes + 1, Pods: l.at.Pods + 1}
+	l.nodes, l.pods = nodes, pods
+	s.At, s.Changes = l.at, ch
+}
+
+// Over the same random histories, a Memo given the changes since its snapshot makes
+// the Plan Decide makes too, and takes the short way as often as one that compares
+// everything.
+func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
+	fast, total := 0, 0
+	for seed := uint64(1); seed <= 200; seed++ {
+		c := newMemoCluster(seed)
+		var m *Memo
+		var log []string
+		var cl cacheLog
+		for step := range 120 {
+			cl.record(c.s, c.r)
+			if c.r.IntN(20) == 0 {
+				c.s.Changes.From.Nodes-- // a log the caller could not keep: everything is compared
+			}
+			prev := m
+			got, next := DecideWith(c.s, m)
+			want := Decide(c.s)
+			if diff := cmp.Diff(want, got, planCmp...); diff != "" {
+				t.Fatalf("seed %d step %d, after %v:\nDecideWith with changes differs from Decide (-want +got):\n%s", seed, step, log, diff)
+			}
+			total++
+			if prev != nil && next == prev {
+				fast++
+			}
+			m = next
+			c.apply(got)
+			c.s.Now = c.s.Now.Add(time.Second)
+			if c.r.IntN(3) == 0 {
+				log = append(log, c.change())
+			}
+		}
+	}
+	t.Logf("%d of %d decisions taken from the memo", fast, total)
+	if fast < total/6 {
+		t.Errorf("only %d of %d decisions used the memo; the simulation no longer exercises it", fast, total)
+	}
+}
+
 // A memo is not kept across a change of the DaemonSet itself.
 func TestDecideWithMemoDropsOnDaemonSetChange(t *testing.T) {
 	c := newMemoCluster(7)

@@ -41,6 +41,30 @@ type Snapshot struct {
 	// Eligibility is the DaemonSet template's parsed placement rules, when the
 	// caller caches them; nil means Decide parses them.
 	Eligibility *Eligibility
+	// At is where the caller's caches stood when Nodes and Pods were read, in its
+	// own count of their changes; zero when it keeps no count. A Memo remembers it.
+	At Position
+	// Changes, when set, are the nodes and pods that may differ from those of the
+	// caller's earlier snapshot at Changes.From: a Memo made or last used at From
+	// looks at these alone instead of comparing every node and pod. The Plan is the
+	// same either way.
+	Changes *Changes
+}
+
+// Position is a point in a caller's count of the changes to its caches: of the
+// nodes, and of the pods a DaemonSet's snapshot holds.
+type Position struct{ Nodes, Pods uint64 }
+
+// Changes are the nodes and pods that changed between two snapshots.
+type Changes struct {
+	// From is the earlier snapshot's At.
+	From Position
+	// Nodes holds every node added, changed or deleted since From, by name, as it is
+	// now (nil: deleted).
+	Nodes map[string]*v1.Node
+	// Pods holds every pod of the snapshot's Pods added, changed or gone since From,
+	// by UID, as it is now (nil: gone).
+	Pods map[types.UID]*v1.Pod
 }
 
 // InFlight are pod writes the controller made that its cache has not observed yet.
