@@ -278,11 +278,11 @@ func (c *Controller) revisionHandler(logger klog.Logger) cache.ResourceEventHand
 func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			c.nodes.stale()
 			node, ok := obj.(*v1.Node)
 			if !ok {
 				return
 			}
+			c.nodes.put(node)
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				if rules.Check(node).Run {
 					c.enqueueBatched(ds)
@@ -305,7 +305,7 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			if !relabelled && !health && apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 				return
 			}
-			c.nodes.stale()
+			c.nodes.put(cur)
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				before, after := rules.Check(old), rules.Check(cur)
 				if before.Run != after.Run || before.KeepRunning != after.KeepRunning ||
@@ -318,11 +318,14 @@ func (c *Controller) nodeHandler(logger klog.Logger) cache.ResourceEventHandler 
 			})
 		},
 		DeleteFunc: func(obj interface{}) {
-			c.nodes.stale()
 			node, ok := unwrap[*v1.Node](obj)
 			if !ok {
+				if gone, tomb := obj.(cache.DeletedFinalStateUnknown); tomb {
+					c.nodes.remove(gone.Key) // a node's key is its name
+				}
 				return
 			}
+			c.nodes.remove(node.Name)
 			c.forEachDaemonSet(func(ds *apps.DaemonSet, rules *daemon.Eligibility) {
 				v := rules.Check(node)
 				rules.Forget(node.Name)

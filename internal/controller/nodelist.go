@@ -4,51 +4,106 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 )
 
-// nodeList is the node cache's list as the placement rules see it, shared by the syncs
-// until a node event that can change a verdict (a node added or deleted, its labels or
-// taints changed) marks it stale. Listing every node is a pass over the cache's map
-// per sync; at thousands of nodes and many syncs a second, most of those passes would
-// return the same list. An event that changes only a node's status (heartbeats,
-// conditions) leaves the list as it is: nothing in a node's status decides where a
-// daemon pod runs.
+// nodeList is the node cache as the placement rules see it, kept by the node
+// handler: a node's object is replaced when an event can change a verdict (a node
+// added or deleted, its labels, taints or health changed). An event that changes
+// only a node's status otherwise (heartbeats, other conditions) leaves the object it
+// had: nothing else in a node's status decides where a daemon pod runs.
 //
-// The node handler marks the list stale before it enqueues the DaemonSets the event
+// The syncs share one slice of the nodes until the next change; the changes since
+// the last read are applied to a copy at the next read, so a read is a pass over the
+// nodes only when something changed, and listing the cache, a pass over its map,
+// never happens. Every change is numbered and logged (changeLog), so that a sync can
+// ask which nodes changed since the snapshot its Memo was made from and look at those
+// alone.
+//
+// The node handler records a change before it enqueues the DaemonSets the event
 // affects, so their syncs see the node as the event left it.
 type nodeList struct {
 	lister corelisters.NodeLister
 
-	mu    sync.Mutex
-	nodes []*v1.Node
-	fresh bool
+	mu      sync.Mutex
+	nodes   []*v1.Node // as of the last read; never written in once read
+	pos     map[string]int
+	pending map[string]*v1.Node // changes since: the node now, nil when deleted
+	seq     uint64              // changes counted
+	log     changeLog[string]
 }
 
 func newNodeList(lister corelisters.NodeLister) *nodeList {
-	return &nodeList{lister: lister}
+	return &nodeList{lister: lister, pos: map[string]int{}, pending: map[string]*v1.Node{}}
+}
+
+// put records node as it is now.
+func (l *nodeList) put(node *v1.Node) { l.record(node.Name, node) }
+
+// remove records that the node named name is gone.
+func (l *nodeList) remove(name string) { l.record(name, nil) }
+
+func (l *nodeList) record(name string, node *v1.Node) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	l.pending[name] = node
+	l.log.add(l.seq, name)
+}
+
+// read returns the nodes (callers must not modify the slice) and the number of the
+// last change they show; with since, also the nodes changed after change number from,
+// by name, as they are now (nil: deleted), unless the log no longer reaches back
+// that far (ok false).
+func (l *nodeList) read(from uint64, since bool) (nodes []*v1.Node, at uint64, changed map[string]*v1.Node, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.apply()
+	if since {
+		changed = map[string]*v1.Node{}
+		ok = l.log.since(from, func(name string) { changed[name] = l.current(name) })
+	}
+	return l.nodes, l.seq, changed, ok
 }
 
 // list returns the nodes; callers must not modify the slice.
-func (l *nodeList) list() ([]*v1.Node, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.fresh {
-		return l.nodes, nil
-	}
-	nodes, err := l.lister.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	l.nodes, l.fresh = nodes, true
-	return nodes, nil
+func (l *nodeList) list() []*v1.Node {
+	nodes, _, _, _ := l.read(0, false)
+	return nodes
 }
 
-// stale makes the next list read the cache again.
-func (l *nodeList) stale() {
-	l.mu.Lock()
-	l.fresh = false
-	l.nodes = nil
-	l.mu.Unlock()
+func (l *nodeList) current(name string) *v1.Node {
+	if i, ok := l.pos[name]; ok {
+		return l.nodes[i]
+	}
+	return nil
+}
+
+// apply brings the changes pending into a copy of the nodes (readers may hold the
+// slice): a replaced node in its place, a new one at the end, a deleted one swapped
+// with the last.
+func (l *nodeList) apply() {
+	if len(l.pending) == 0 {
+		return
+	}
+	next := make([]*v1.Node, len(l.nodes), len(l.nodes)+len(l.pending))
+	copy(next, l.nodes)
+	for name, node := range l.pending {
+		i, held := l.pos[name]
+		switch {
+		case held && node != nil:
+			next[i] = node
+		case held:
+			last := len(next) - 1
+			next[i] = next[last]
+			l.pos[next[i].Name] = i
+			next = next[:last]
+			delete(l.pos, name)
+		case node != nil:
+			l.pos[name] = len(next)
+			next = append(next, node)
+		}
+	}
+	clear(l.pending)
+	l.nodes = next
 }

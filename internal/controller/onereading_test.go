@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/everynode/everynode/internal/daemon"
@@ -46,12 +47,12 @@ func TestEveryToolReadsTheClusterAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), ctrl.synced...) // the caches, and the handlers' first pass
 	key := ds.Namespace + "/" + ds.Name
 	var fromController daemon.Report
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		s, err := ctrl.snapshot(ds, key)
+		s, err := ctrl.snapshot(ds, key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,17 +16,38 @@ import (
 // keeps it, first thing on every event, so it shows a pod no later than the handler
 // forgets that pod's write in flight (see Controller.snapshot).
 //
-// A sync reads it as a set of pointers: an informer index would look every pod up
-// again by its namespace/name key at every sync, which at a few hundred pods a
-// DaemonSet and ten syncs a second cost more than the decision itself.
+// A sync reads a DaemonSet's pods as one slice, shared by the syncs until a pod of it
+// changes: the changes since the last read are applied to a copy at the next read.
+// Every change is numbered, by one count across the index, and logged per key
+// (changeLog), so that a sync can ask which pods changed since the snapshot its Memo
+// was made from.
 type podIndex struct {
-	mu    sync.RWMutex
-	byKey map[string]map[types.UID]*v1.Pod
+	mu    sync.Mutex
+	byKey map[string]*podSet
 	keyOf map[types.UID]string
+	seq   uint64 // changes counted
+	// gone holds, for each key whose set emptied and went, the number of the change
+	// that emptied it: a reader from before then saw pods the index cannot name any
+	// more. Entries below floor are dropped, and a reader from below floor, told to
+	// compare everything.
+	gone  map[string]uint64
+	floor uint64
+}
+
+// goneReach is how far back in changes the index keeps the sets that went.
+const goneReach = 1 << 20
+
+// podSet is the pods held under one key.
+type podSet struct {
+	pods    []*v1.Pod // as of the last read; never written in once read
+	pos     map[types.UID]int
+	pending map[types.UID]*v1.Pod // changes since: the pod now, nil when gone
+	held    int                   // pods held, pending changes included
+	log     changeLog[types.UID]
 }
 
 func newPodIndex() *podIndex {
-	return &podIndex{byKey: map[string]map[types.UID]*v1.Pod{}, keyOf: map[types.UID]string{}}
+	return &podIndex{byKey: map[string]*podSet{}, keyOf: map[types.UID]string{}, gone: map[string]uint64{}}
 }
 
 func orphanKey(namespace string) string { return "orphan/" + namespace }
@@ -52,34 +74,37 @@ func (x *podIndex) put(pod *v1.Pod) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if was, held := x.keyOf[pod.UID]; held && (!ok || was != key) {
+	was, held := x.keyOf[pod.UID]
+	if held && (!ok || was != key) {
 		x.removeLocked(pod.UID, was)
+		held = false
 	}
 	if !ok {
 		return
 	}
 	set := x.byKey[key]
 	if set == nil {
-		set = map[types.UID]*v1.Pod{}
+		set = &podSet{pos: map[types.UID]int{}, pending: map[types.UID]*v1.Pod{}}
 		x.byKey[key] = set
 	}
-	set[pod.UID] = pod
+	if !held {
+		set.held++
+	}
+	x.seq++
+	set.pending[pod.UID] = pod
+	set.log.add(x.seq, pod.UID)
 	x.keyOf[pod.UID] = key
 }
 
 func (x *podIndex) holds(uid types.UID) bool {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	_, held := x.keyOf[uid]
 	return held
 }
 
-// remove forgets the pod with uid, wherever it was held. Another controller's pod,
-// the common case, costs a read lock only.
+// remove forgets the pod with uid, wherever it was held.
 func (x *podIndex) remove(uid types.UID) {
-	if !x.holds(uid) {
-		return
-	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if was, held := x.keyOf[uid]; held {
@@ -90,35 +115,113 @@ func (x *podIndex) remove(uid types.UID) {
 func (x *podIndex) removeLocked(uid types.UID, key string) {
 	delete(x.keyOf, uid)
 	set := x.byKey[key]
-	delete(set, uid)
-	if len(set) == 0 {
-		delete(x.byKey, key)
+	x.seq++
+	if set.held--; set.held == 0 {
+		delete(x.byKey, key) // with its log
+		x.gone[key] = x.seq
+		if len(x.gone) > 1024 && x.seq > goneReach {
+			x.floor = x.seq - goneReach
+			maps.DeleteFunc(x.gone, func(_ string, seq uint64) bool { return seq < x.floor })
+		}
+		return
 	}
+	set.pending[uid] = nil
+	set.log.add(x.seq, uid)
 }
 
-// list returns the pods held under each of keys.
+// list returns the pods held under each of keys; callers must not modify the slice.
 func (x *podIndex) list(keys ...string) []*v1.Pod {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	pods, _, _, _ := x.read(keys, 0, false)
+	return pods
+}
+
+// read returns the pods held under keys (callers must not modify the slice) and the
+// number of the last change they show; with since, also the pods changed under keys
+// after change number from, by UID, as they are now (nil: gone), unless one of the
+// keys' logs no longer reaches back that far, or a key's set emptied and went since
+// (ok false).
+func (x *podIndex) read(keys []string, from uint64, since bool) (pods []*v1.Pod, at uint64, changed map[types.UID]*v1.Pod, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var sets []*podSet
 	n := 0
 	for _, k := range keys {
-		n += len(x.byKey[k])
-	}
-	out := make([]*v1.Pod, 0, n)
-	for _, k := range keys {
-		for _, pod := range x.byKey[k] {
-			out = append(out, pod)
+		if set := x.byKey[k]; set != nil {
+			set.apply()
+			sets = append(sets, set)
+			n += len(set.pods)
 		}
 	}
-	return out
+	switch len(sets) {
+	case 0:
+	case 1:
+		pods = sets[0].pods
+	default:
+		pods = make([]*v1.Pod, 0, n)
+		for _, set := range sets {
+			pods = append(pods, set.pods...)
+		}
+	}
+	if since {
+		changed = map[types.UID]*v1.Pod{}
+		ok = from >= x.floor
+		for _, k := range keys {
+			ok = ok && x.gone[k] <= from
+		}
+		for _, set := range sets {
+			ok = ok && set.log.since(from, func(uid types.UID) { changed[uid] = nil })
+		}
+		for uid := range changed {
+			for _, set := range sets {
+				if i, held := set.pos[uid]; held {
+					changed[uid] = set.pods[i]
+				}
+			}
+		}
+	}
+	return pods, x.seq, changed, ok
+}
+
+// apply brings the changes pending into a copy of the pods (readers may hold the
+// slice): a replaced pod in its place, a new one at the end, a gone one swapped with
+// the last.
+func (set *podSet) apply() {
+	if len(set.pending) == 0 {
+		return
+	}
+	next := make([]*v1.Pod, len(set.pods), len(set.pods)+len(set.pending))
+	copy(next, set.pods)
+	for uid, pod := range set.pending {
+		i, held := set.pos[uid]
+		switch {
+		case held && pod != nil:
+			next[i] = pod
+		case held:
+			last := len(next) - 1
+			next[i] = next[last]
+			set.pos[next[i].UID] = i
+			next = next[:last]
+			delete(set.pos, uid)
+		case pod != nil:
+			set.pos[uid] = len(next)
+			next = append(next, pod)
+		}
+	}
+	clear(set.pending)
+	set.pods = next
 }
 
 // onNode returns the pods held under key whose node is node.
 func (x *podIndex) onNode(key, node string) []*v1.Pod {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	set := x.byKey[key]
+	if set == nil {
+		return nil
+	}
+	set.apply()
 	var out []*v1.Pod
-	for _, pod := range x.byKey[key] {
+	for _, pod := range set.pods {
 		if n, ok := daemon.TargetNode(pod); ok && n == node {
 			out = append(out, pod)
 		}

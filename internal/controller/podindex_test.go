@@ -79,3 +79,43 @@ func TestPodIndex(t *testing.T) {
 		t.Errorf("list of ds-1 and the orphans = %v, want d as last put, and e", heldNames(got))
 	}
 }
+
+// A read names the pods changed under its keys since an earlier one, as they are
+// now: a DaemonSet's pod changed or gone, an orphan that came; a key whose pods all
+// went since (and maybe came back) cannot say.
+func TestPodIndexChanges(t *testing.T) {
+	ds := controllerRef("DaemonSet", "ds-1")
+	keys := []string{"ds-1", orphanKey("default")}
+	x := newPodIndex()
+	x.put(indexedPod("a", ds))
+	x.put(indexedPod("b", ds))
+	first, at, _, _ := x.read(keys, 0, false)
+
+	newer := indexedPod("a", ds)
+	x.put(newer)
+	x.remove(indexedPod("b", nil).UID)
+	x.put(indexedPod("c", nil))
+	pods, now, changed, ok := x.read(keys, at, true)
+	if got := heldNames(pods); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("after the changes: %v", got)
+	}
+	if got := heldNames(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("the earlier reader's pods changed under it: %v", got)
+	}
+	if !ok || len(changed) != 3 || changed["uid-a"] != newer || changed["uid-b"] != nil || changed["uid-c"] == nil {
+		t.Errorf("changes: ok %v, %v; want a as last put, b gone, c", ok, changed)
+	}
+	if _, _, changed, ok := x.read(keys, now, true); !ok || len(changed) != 0 {
+		t.Errorf("changes since the last read: ok %v, %v; want none", ok, changed)
+	}
+
+	x.remove("uid-a")
+	x.put(indexedPod("d", ds)) // ds-1's set went with a, and came back
+	if _, _, _, ok := x.read(keys, now, true); ok {
+		t.Error("a set that went and came back answered for the time before")
+	}
+	x.remove("uid-d")
+	if _, _, _, ok := x.read(keys, now, true); ok {
+		t.Error("a DaemonSet whose pods all went answered")
+	}
+}

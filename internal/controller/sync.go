@@ -52,7 +52,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.forget(key)
 		return 0, nil
 	}
-	snap, err := c.snapshot(ds, key)
+	var prev *daemon.Memo
+	if !companion {
+		prev = c.memos.get(key)
+	}
+	snap, err := c.snapshot(ds, key, prev)
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +65,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if companion {
 		plan = daemon.DecideUpdate(snap)
 	} else {
-		prev := c.memos.get(key)
 		var memo *daemon.Memo
 		plan, memo = daemon.DecideWith(snap, prev)
 		c.memos.set(key, memo)
@@ -83,8 +86,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return plan.RequeueAfter, err
 }
 
-// snapshot reads what Decide needs for ds from the caches.
-func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot, error) {
+// snapshot reads what Decide needs for ds from the caches, and, when memo is set,
+// which nodes and pods changed since the snapshot it was last used with.
+func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo) (*daemon.Snapshot, error) {
 	// The writes in flight are read before the cache: a handler forgets a write only
 	// after the cache (for pods, podIndex) shows it, so every write missing from this
 	// view is in the lists below. Read the other way round, a pod added in between
@@ -94,16 +98,14 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 	// decided as if not in flight (writeQueue.queued).
 	queued := c.writes.queued(key)
 	inflight, refused := withoutQueued(c.inflight.view(key), queued), c.inflight.refusedUpdates(key)
-	nodes, err := c.nodes.list()
-	if err != nil {
-		return nil, fmt.Errorf("listing nodes from cache: %w", err)
-	}
-	pods := c.podIndex.list(string(ds.UID), orphanKey(ds.Namespace))
+	from := memo.At()
+	nodes, nodesAt, changedNodes, nodesOK := c.nodes.read(from.Nodes, memo != nil)
+	pods, podsAt, changedPods, podsOK := c.podIndex.read([]string{string(ds.UID), orphanKey(ds.Namespace)}, from.Pods, memo != nil)
 	revisions, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)
 	}
-	return gather.Snapshot(ds, gather.Objects{Nodes: nodes, Pods: pods, Revisions: revisions}, c.clock.Now(), gather.Controller{
+	snap := gather.Snapshot(ds, gather.Objects{Nodes: nodes, Pods: pods, Revisions: revisions}, c.clock.Now(), gather.Controller{
 		InFlight:       inflight,
 		InPlaceRefused: refused,
 		Backoff:        c.backoff.view(key, ds.Generation),
@@ -111,7 +113,12 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string) (*daemon.Snapshot,
 		MaxCreates:     c.opts.BurstReplicas,
 		MaxDeletes:     c.opts.BurstReplicas,
 		Eligibility:    c.elig.get(key, ds),
-	}), nil
+	})
+	snap.At = daemon.Position{Nodes: nodesAt, Pods: podsAt}
+	if nodesOK && podsOK {
+		snap.Changes = &daemon.Changes{From: from, Nodes: changedNodes, Pods: changedPods}
+	}
+	return snap, nil
 }
 
 // withoutQueued is f without the creates still queued.

@@ -37,6 +37,7 @@ func TestSync_StatusBuildsOnOwnWriteWhileCacheLags(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(factory.Core().V1().Nodes().Informer(), node)
+	c.nodes.put(node) // as the node handler would
 	cached, err := client.AppsV1().DaemonSets(testNamespace).Create(ctx, newDaemonSet("agent"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
