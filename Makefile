@@ -101,3 +101,5 @@ bench-smoke: build
 	bin/everynode bench --kube-api-qps 0 --scenarios churn,big-cluster \
 		--churn-nodes 100 --churn-rate 10 --churn-duration 10s --churn-add-nodes 20 \
 		--big-nodes 100 --big-pods 1000
+	bin/everynode bench model --nodes 200,400 --churn-rate 50 --churn-duration 4s \
+		--json bin/bench-model-smoke.json --svg bin/bench-model-smoke.svg

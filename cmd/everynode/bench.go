@@ -135,5 +135,6 @@ sizes; the first build of everynode takes much longer.`,
 	fs.StringArrayVar(&o.EveryNodeArgs, "everynode-arg", o.EveryNodeArgs, "A flag added to everynode's controller command line (repeat for more), to try its settings: --everynode-arg=--sync-batch-period=50ms. The line above the table names them.")
 	fs.BoolVar(&o.ByResource, "by-resource", o.ByResource, "Also print the measured phase's API requests by verb and resource.")
 	fs.StringVar(&o.JSONPath, "json", o.JSONPath, "Also write the results to this file as JSON (raw values: seconds, bytes, counts; each unit named), for scripts that compare runs.")
+	cmd.AddCommand(newBenchModelCommand())
 	return cmd
 }

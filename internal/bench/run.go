@@ -176,7 +176,7 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	}
 	table := Table{Controllers: columns}
 	detail := Table{Controllers: columns}
-	report := JSONReport{Started: started.UTC(), Machine: machine(), Command: o.Command, QPS: max(o.QPS, 0), Burst: o.Burst, Controllers: columns}
+	report := JSONReport{Started: started.UTC(), Machine: Machine(), Command: o.Command, QPS: max(o.QPS, 0), Burst: o.Burst, Controllers: columns}
 	var durations []string
 	failed := 0
 	total, done := plannedRuns(o), 0
@@ -221,7 +221,7 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 			break
 		}
 	}
-	fmt.Fprintf(out, "everynode bench, %s; %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"), machine())
+	fmt.Fprintf(out, "everynode bench, %s; %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"), Machine())
 	if o.Command != "" {
 		fmt.Fprintf(out, "    %s\n\n", o.Command)
 	}
@@ -291,8 +291,8 @@ func limitText(qps float32, burst int) string {
 	return fmt.Sprintf("QPS %g, burst %d", qps, burst)
 }
 
-// machine describes the machine: CPUs and memory.
-func machine() string {
+// Machine describes the machine: CPUs and memory.
+func Machine() string {
 	mem := "memory unknown"
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		if b := statusBytes(string(data), "MemTotal:"); b > 0 {
