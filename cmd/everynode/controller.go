@@ -111,19 +111,9 @@ func runController(ctx context.Context, cfg controller.Config, restCfg *rest.Con
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	factory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, cfg.InformerOptions()...)
 	metrics := controller.NewMetrics(reg).WithFence(fence)
-	ctrl, err := controller.New(ctx, client, factory, controller.Options{
-		Mode:              cfg.Mode,
-		ProbeTimeout:      cfg.ProbeTimeout,
-		ProbeNamespace:    probeNamespace(cfg.ProbeNamespace),
-		BurstReplicas:     cfg.BurstReplicas,
-		PodWriters:        cfg.PodWriters,
-		MinStatusInterval: cfg.MinStatusInterval,
-		MaxStatusHold:     cfg.MaxStatusHold,
-		SyncBatchPeriod:   cfg.SyncBatchPeriod,
-		NodeGate:          cfg.NodeGate,
-		RateLimiter:       limiter,
-		Metrics:           metrics,
-	})
+	opts := cfg.Options(limiter, metrics)
+	opts.ProbeNamespace = probeNamespace(cfg.ProbeNamespace)
+	ctrl, err := controller.New(ctx, client, factory, opts)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"k8s.io/client-go/util/flowcontrol"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -133,4 +134,22 @@ func (c *Config) Validate(explicit bool) error {
 		return c.Leader.Validate()
 	}
 	return nil
+}
+
+// Options are the controller's Options as c sets them, with the client's rate
+// limiter (nil: none) and where its measurements go (nil: nowhere).
+func (c *Config) Options(limiter flowcontrol.RateLimiter, metrics *Metrics) Options {
+	return Options{
+		Mode:              c.Mode,
+		ProbeTimeout:      c.ProbeTimeout,
+		ProbeNamespace:    c.ProbeNamespace,
+		BurstReplicas:     c.BurstReplicas,
+		PodWriters:        c.PodWriters,
+		MinStatusInterval: c.MinStatusInterval,
+		MaxStatusHold:     c.MaxStatusHold,
+		SyncBatchPeriod:   c.SyncBatchPeriod,
+		NodeGate:          c.NodeGate,
+		RateLimiter:       limiter,
+		Metrics:           metrics,
+	}
 }

@@ -25,16 +25,14 @@ import (
 type nodeList struct {
 	lister corelisters.NodeLister
 
-	mu      sync.Mutex
-	nodes   []*v1.Node // as of the last read; never written in once read
-	pos     map[string]int
-	pending map[string]*v1.Node // changes since: the node now, nil when deleted
-	seq     uint64              // changes counted
-	log     changeLog[string]
+	mu    sync.Mutex
+	nodes sharedSet[string, *v1.Node]
+	seq   uint64 // changes counted
+	log   changeLog[string]
 }
 
 func newNodeList(lister corelisters.NodeLister) *nodeList {
-	return &nodeList{lister: lister, pos: map[string]int{}, pending: map[string]*v1.Node{}}
+	return &nodeList{lister: lister, nodes: newSharedSet(func(n *v1.Node) string { return n.Name })}
 }
 
 // put records node as it is now.
@@ -47,7 +45,7 @@ func (l *nodeList) record(name string, node *v1.Node) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	l.pending[name] = node
+	l.nodes.set(name, node)
 	l.log.add(l.seq, name)
 }
 
@@ -58,52 +56,16 @@ func (l *nodeList) record(name string, node *v1.Node) {
 func (l *nodeList) read(from uint64, since bool) (nodes []*v1.Node, at uint64, changed map[string]*v1.Node, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.apply()
+	nodes = l.nodes.read()
 	if since {
 		changed = map[string]*v1.Node{}
-		ok = l.log.since(from, func(name string) { changed[name] = l.current(name) })
+		ok = l.log.since(from, func(name string) { changed[name] = l.nodes.get(name) })
 	}
-	return l.nodes, l.seq, changed, ok
+	return nodes, l.seq, changed, ok
 }
 
 // list returns the nodes; callers must not modify the slice.
 func (l *nodeList) list() []*v1.Node {
 	nodes, _, _, _ := l.read(0, false)
 	return nodes
-}
-
-func (l *nodeList) current(name string) *v1.Node {
-	if i, ok := l.pos[name]; ok {
-		return l.nodes[i]
-	}
-	return nil
-}
-
-// apply brings the changes pending into a copy of the nodes (readers may hold the
-// slice): a replaced node in its place, a new one at the end, a deleted one swapped
-// with the last.
-func (l *nodeList) apply() {
-	if len(l.pending) == 0 {
-		return
-	}
-	next := make([]*v1.Node, len(l.nodes), len(l.nodes)+len(l.pending))
-	copy(next, l.nodes)
-	for name, node := range l.pending {
-		i, held := l.pos[name]
-		switch {
-		case held && node != nil:
-			next[i] = node
-		case held:
-			last := len(next) - 1
-			next[i] = next[last]
-			l.pos[next[i].Name] = i
-			next = next[:last]
-			delete(l.pos, name)
-		case node != nil:
-			l.pos[name] = len(next)
-			next = append(next, node)
-		}
-	}
-	clear(l.pending)
-	l.nodes = next
 }

@@ -39,11 +39,9 @@ const goneReach = 1 << 20
 
 // podSet is the pods held under one key.
 type podSet struct {
-	pods    []*v1.Pod // as of the last read; never written in once read
-	pos     map[types.UID]int
-	pending map[types.UID]*v1.Pod // changes since: the pod now, nil when gone
-	held    int                   // pods held, pending changes included
-	log     changeLog[types.UID]
+	pods sharedSet[types.UID, *v1.Pod]
+	held int // pods held, pending changes included
+	log  changeLog[types.UID]
 }
 
 func newPodIndex() *podIndex {
@@ -84,14 +82,14 @@ func (x *podIndex) put(pod *v1.Pod) {
 	}
 	set := x.byKey[key]
 	if set == nil {
-		set = &podSet{pos: map[types.UID]int{}, pending: map[types.UID]*v1.Pod{}}
+		set = &podSet{pods: newSharedSet(func(p *v1.Pod) types.UID { return p.UID })}
 		x.byKey[key] = set
 	}
 	if !held {
 		set.held++
 	}
 	x.seq++
-	set.pending[pod.UID] = pod
+	set.pods.set(pod.UID, pod)
 	set.log.add(x.seq, pod.UID)
 	x.keyOf[pod.UID] = key
 }
@@ -125,7 +123,7 @@ func (x *podIndex) removeLocked(uid types.UID, key string) {
 		}
 		return
 	}
-	set.pending[uid] = nil
+	set.pods.set(uid, nil)
 	set.log.add(x.seq, uid)
 }
 
@@ -144,22 +142,23 @@ func (x *podIndex) read(keys []string, from uint64, since bool) (pods []*v1.Pod,
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var sets []*podSet
+	var held [][]*v1.Pod
 	n := 0
 	for _, k := range keys {
 		if set := x.byKey[k]; set != nil {
-			set.apply()
 			sets = append(sets, set)
-			n += len(set.pods)
+			held = append(held, set.pods.read())
+			n += len(held[len(held)-1])
 		}
 	}
-	switch len(sets) {
+	switch len(held) {
 	case 0:
 	case 1:
-		pods = sets[0].pods
+		pods = held[0]
 	default:
 		pods = make([]*v1.Pod, 0, n)
-		for _, set := range sets {
-			pods = append(pods, set.pods...)
+		for _, h := range held {
+			pods = append(pods, h...)
 		}
 	}
 	if since {
@@ -173,42 +172,13 @@ func (x *podIndex) read(keys []string, from uint64, since bool) (pods []*v1.Pod,
 		}
 		for uid := range changed {
 			for _, set := range sets {
-				if i, held := set.pos[uid]; held {
-					changed[uid] = set.pods[i]
+				if pod := set.pods.get(uid); pod != nil {
+					changed[uid] = pod
 				}
 			}
 		}
 	}
 	return pods, x.seq, changed, ok
-}
-
-// apply brings the changes pending into a copy of the pods (readers may hold the
-// slice): a replaced pod in its place, a new one at the end, a gone one swapped with
-// the last.
-func (set *podSet) apply() {
-	if len(set.pending) == 0 {
-		return
-	}
-	next := make([]*v1.Pod, len(set.pods), len(set.pods)+len(set.pending))
-	copy(next, set.pods)
-	for uid, pod := range set.pending {
-		i, held := set.pos[uid]
-		switch {
-		case held && pod != nil:
-			next[i] = pod
-		case held:
-			last := len(next) - 1
-			next[i] = next[last]
-			set.pos[next[i].UID] = i
-			next = next[:last]
-			delete(set.pos, uid)
-		case pod != nil:
-			set.pos[uid] = len(next)
-			next = append(next, pod)
-		}
-	}
-	clear(set.pending)
-	set.pods = next
 }
 
 // onNode returns the pods held under key whose node is node.
@@ -219,9 +189,8 @@ func (x *podIndex) onNode(key, node string) []*v1.Pod {
 	if set == nil {
 		return nil
 	}
-	set.apply()
 	var out []*v1.Pod
-	for _, pod := range set.pods {
+	for _, pod := range set.pods.read() {
 		if n, ok := daemon.TargetNode(pod); ok && n == node {
 			out = append(out, pod)
 		}

@@ -305,19 +305,11 @@ func b2i(b bool) int {
 // look at: the changed, the pending and those with a create in flight. It fails when
 // a node is gone or a pod does not fit one entry.
 func (m *Memo) compare(s *Snapshot) ([]int, bool) {
-	m.epoch++
+	changed, ok := m.begin(s)
+	if !ok {
+		return nil, false
+	}
 	epoch := m.epoch
-	var changed []int
-	for _, i := range m.pending {
-		changed = m.markChanged(changed, i)
-	}
-	for name := range s.InFlight.Creates {
-		i, ok := m.byName[name]
-		if !ok {
-			return nil, false
-		}
-		changed = m.markChanged(changed, i)
-	}
 	var newNodes []*v1.Node
 	for _, node := range s.Nodes {
 		if i, ok := m.byNode[node]; ok {
@@ -401,11 +393,9 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 	return changed, true
 }
 
-// compareChanges is compare for a snapshot that names what changed since the memo's
-// (Snapshot.Changes): it looks at the pending nodes, those with a create in flight
-// and the changed nodes and pods alone, and brings their entries up to date as
-// compare would.
-func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
+// begin starts a comparison (a new epoch) with the entries looked at whatever
+// changed: the pending ones and those with a create in flight.
+func (m *Memo) begin(s *Snapshot) ([]int, bool) {
 	m.epoch++
 	var changed []int
 	for _, i := range m.pending {
@@ -417,6 +407,18 @@ func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
 			return nil, false
 		}
 		changed = m.markChanged(changed, i)
+	}
+	return changed, true
+}
+
+// compareChanges is compare for a snapshot that names what changed since the memo's
+// (Snapshot.Changes): it looks at the pending nodes, those with a create in flight
+// and the changed nodes and pods alone, and brings their entries up to date as
+// compare would.
+func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
+	changed, ok := m.begin(s)
+	if !ok {
+		return nil, false
 	}
 	c := s.Changes
 	for name, node := range c.Nodes {

@@ -156,14 +156,9 @@ func (c *cluster) run(ctx context.Context, s Size, progress func(format string, 
 func startController(ctx context.Context, c *cluster) (<-chan error, error) {
 	cfg := controller.DefaultConfig()
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, cfg.InformerOptions()...)
-	ctrl, err := controller.New(ctx, c.client, factory, controller.Options{
-		BurstReplicas:     cfg.BurstReplicas,
-		PodWriters:        cfg.PodWriters,
-		MinStatusInterval: cfg.MinStatusInterval,
-		MaxStatusHold:     cfg.MaxStatusHold,
-		SyncBatchPeriod:   cfg.SyncBatchPeriod,
-		NodeGate:          cfg.NodeGate,
-	})
+	opts := cfg.Options(nil, nil)
+	opts.ProbeTimeout = 0 // no other controller to ask
+	ctrl, err := controller.New(ctx, c.client, factory, opts)
 	if err != nil {
 		return nil, err
 	}
