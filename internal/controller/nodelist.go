@@ -63,9 +63,3 @@ func (l *nodeList) read(from uint64, since bool) (nodes []*v1.Node, at uint64, c
 	}
 	return nodes, l.seq, changed, ok
 }
-
-// list returns the nodes; callers must not modify the slice.
-func (l *nodeList) list() []*v1.Node {
-	nodes, _, _, _ := l.read(0, false)
-	return nodes
-}

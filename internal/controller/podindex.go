@@ -127,12 +127,6 @@ func (x *podIndex) removeLocked(uid types.UID, key string) {
 	set.log.add(x.seq, uid)
 }
 
-// list returns the pods held under each of keys; callers must not modify the slice.
-func (x *podIndex) list(keys ...string) []*v1.Pod {
-	pods, _, _, _ := x.read(keys, 0, false)
-	return pods
-}
-
 // read returns the pods held under keys (callers must not modify the slice) and the
 // number of the last change they show; with since, also the pods changed under keys
 // after change number from, by UID, as they are now (nil: gone), unless one of the

@@ -21,6 +21,12 @@ func controllerRef(kind, uid string) *metav1.OwnerReference {
 	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: uid, UID: types.UID(uid), Controller: new(true)}
 }
 
+// list returns the pods held under each of keys, as a sync reads them.
+func (x *podIndex) list(keys ...string) []*v1.Pod {
+	pods, _, _, _ := x.read(keys, 0, false)
+	return pods
+}
+
 func heldNames(pods []*v1.Pod) []string {
 	out := make([]string, 0, len(pods))
 	for _, p := range pods {

@@ -124,45 +124,37 @@ func BenchmarkDecideWithMemo(b *testing.B) {
 					}
 				}
 			})
-			b.Run(fmt.Sprintf("%s/nodes=%d/one-pod-flips", tc.name, n), func(b *testing.B) {
-				s := steadySnapshot(b, n, tc.affinity)
-				_, m := DecideWith(s, nil)
-				ready := s.Pods[n/2]
-				unready := ready.DeepCopy()
-				notReady()(unready)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; b.Loop(); i++ {
-					s.Pods[n/2] = []*v1.Pod{unready, ready}[i%2]
-					var p Plan
-					// The stored status counts every pod ready: only the unready
-					// flip needs a new one.
-					if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
-						b.Fatal("the memo was dropped, or the flip not counted")
-					}
+			// With the snapshot naming the pod that changed ("-named"), as the
+			// controller's does, nothing else is compared.
+			for _, named := range []bool{false, true} {
+				name := fmt.Sprintf("%s/nodes=%d/one-pod-flips", tc.name, n)
+				if named {
+					name += "-named"
 				}
-			})
-			b.Run(fmt.Sprintf("%s/nodes=%d/one-pod-flips-named", tc.name, n), func(b *testing.B) {
-				// As above, with the snapshot naming the pod that changed, as the
-				// controller's does: nothing else is compared.
-				s := steadySnapshot(b, n, tc.affinity)
-				_, m := DecideWith(s, nil)
-				ready := s.Pods[n/2]
-				unready := ready.DeepCopy()
-				notReady()(unready)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; b.Loop(); i++ {
-					pod := []*v1.Pod{unready, ready}[i%2]
-					s.Pods[n/2] = pod
-					s.Changes = &Changes{From: s.At, Pods: map[types.UID]*v1.Pod{pod.UID: pod}}
-					s.At.Pods++
-					var p Plan
-					if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
-						b.Fatal("the memo was dropped, or the flip not counted")
+				b.Run(name, func(b *testing.B) {
+					s := steadySnapshot(b, n, tc.affinity)
+					_, m := DecideWith(s, nil)
+					ready := s.Pods[n/2]
+					unready := ready.DeepCopy()
+					notReady()(unready)
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; b.Loop(); i++ {
+						pod := []*v1.Pod{unready, ready}[i%2]
+						s.Pods[n/2] = pod
+						if named {
+							s.Changes = &Changes{From: s.At, Pods: map[types.UID]*v1.Pod{pod.UID: pod}}
+							s.At.Pods++
+						}
+						var p Plan
+						// The stored status counts every pod ready: only the unready
+						// flip needs a new one.
+						if p, m = DecideWith(s, m); m == nil || (p.Status != nil) != (i%2 == 0) {
+							b.Fatal("the memo was dropped, or the flip not counted")
+						}
 					}
-				}
-			})
+				})
+			}
 			b.Run(fmt.Sprintf("%s/nodes=%d/one-node-tainted", tc.name, n), func(b *testing.B) {
 				s := steadySnapshot(b, n, tc.affinity)
 				_, m := DecideWith(s, nil)

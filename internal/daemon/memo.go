@@ -342,24 +342,14 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 		changed = m.markChanged(changed, i)
 	}
 	for _, pod := range newPods {
-		switch decideClaim(pod, m.uid, m.selector) {
-		case claimIgnore:
-			continue
-		case claimOwned:
-		default:
-			return nil, false
-		}
-		if isTerminal(pod) && pod.DeletionTimestamp != nil {
-			if !isUpdated(pod, m.hash, gen, hasGen) {
-				return nil, false // its revision may be pruned once it is gone
-			}
-			continue // finished and on its way out: as if gone already (arrange)
-		}
-		name, ok := TargetNode(pod)
+		hold, ok := m.holds(pod, gen, hasGen)
 		if !ok {
 			return nil, false
 		}
-		i, ok := m.byName[name]
+		if !hold {
+			continue
+		}
+		i, ok := m.entryOf(pod)
 		if !ok {
 			return nil, false
 		}
@@ -446,23 +436,14 @@ func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
 	var present []*v1.Pod
 	for uid, pod := range c.Pods {
 		if pod != nil {
-			switch decideClaim(pod, m.uid, m.selector) {
-			case claimIgnore:
-				pod = nil
-			case claimOwned:
-			default:
+			hold, ok := m.holds(pod, gen, hasGen)
+			if !ok {
 				return nil, false
 			}
-		}
-		if pod != nil && isTerminal(pod) && pod.DeletionTimestamp != nil {
-			if !isUpdated(pod, m.hash, gen, hasGen) {
-				return nil, false // its revision may be pruned once it is gone
+			if hold {
+				present = append(present, pod)
+				continue
 			}
-			pod = nil // finished and on its way out: as if gone already (arrange)
-		}
-		if pod != nil {
-			present = append(present, pod)
-			continue
 		}
 		if i, held := m.byUID[uid]; held {
 			delete(m.byUID, uid)
@@ -471,11 +452,7 @@ func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
 		}
 	}
 	for _, pod := range present {
-		name, ok := TargetNode(pod)
-		if !ok {
-			return nil, false
-		}
-		i, ok := m.byName[name]
+		i, ok := m.entryOf(pod)
 		if !ok {
 			return nil, false
 		}
@@ -494,6 +471,34 @@ func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
 		changed = m.markChanged(changed, i)
 	}
 	return changed, true
+}
+
+// holds says what a comparison does with one of the snapshot's pods: hold it in its
+// node's entry, leave it out (another controller's, or finished and on its way out,
+// as if gone already: arrange), or give up (a pod to adopt or release, or a finished
+// one of an older template, whose revision may be pruned once it is gone).
+func (m *Memo) holds(pod *v1.Pod, gen int64, hasGen bool) (hold, ok bool) {
+	switch decideClaim(pod, m.uid, m.selector) {
+	case claimIgnore:
+		return false, true
+	case claimOwned:
+	default:
+		return false, false
+	}
+	if isTerminal(pod) && pod.DeletionTimestamp != nil {
+		return false, isUpdated(pod, m.hash, gen, hasGen)
+	}
+	return true, true
+}
+
+// entryOf is the entry of pod's node, if the memo has one.
+func (m *Memo) entryOf(pod *v1.Pod) (int, bool) {
+	name, ok := TargetNode(pod)
+	if !ok {
+		return 0, false
+	}
+	i, ok := m.byName[name]
+	return i, ok
 }
 
 // markChanged adds entry i to the changed ones once per comparison.
