@@ -196,6 +196,7 @@ func TestRealNodeKubelet(t *testing.T) {
 					t.Errorf("the failed release never replaced pod %s", first.UID)
 				}
 				waitProgressing(t, client, ns, "agent", v1.ConditionTrue, "NewRevisionAvailable")
+				log.caughtUp("True/NewRevisionAvailable")
 				// The failure and the rollback are one decision: the condition goes from
 				// the rollout straight to RolledBack, whose message names the failure.
 				seen := log.stop()

@@ -524,6 +524,19 @@ type conditionLog struct {
 	seen      []string
 }
 
+// caughtUp waits, up to 10 s, for the watch to deliver the condition last read
+// through the API (status/reason): a read can see a write before the watch does.
+func (l *conditionLog) caughtUp(last string) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		l.mu.Lock()
+		done := len(l.seen) > 0 && l.seen[len(l.seen)-1] == last
+		l.mu.Unlock()
+		if done {
+			return
+		}
+	}
+}
+
 func watchProgressing(t *testing.T, client kubernetes.Interface, ns, name string) *conditionLog {
 	t.Helper()
 	l := &conditionLog{}
