@@ -115,6 +115,7 @@ measures; --svg writes them as a plot, --json as JSON.`,
 	fs.IntVar(&shape.ChurnRate, "churn-rate", shape.ChurnRate, "Pool moves a second in the churn phase.")
 	fs.DurationVar(&shape.ChurnDuration, "churn-duration", shape.ChurnDuration, "How long the churn phase moves nodes.")
 	fs.DurationVar(&shape.Timeout, "timeout", shape.Timeout, "Longest wait for any one convergence before the run fails.")
+	fs.StringVar(&shape.ProfileDir, "profile-dir", "", "Write a CPU profile of each size's churn phase to DIR/churn-<nodes>.pprof (read it with go tool pprof bin/everynode FILE).")
 	fs.StringVar(&jsonPath, "json", "", "Also write the results to this file as JSON.")
 	fs.StringVar(&svgPath, "svg", "", "Also plot the results against the node count to this SVG file.")
 	fs.IntVar(&one, "one", 0, "Run one size in this process and print its result as JSON (how the model runs each size).")

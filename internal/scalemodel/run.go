@@ -27,6 +27,9 @@ type Size struct {
 	ChurnDuration time.Duration
 	// Timeout bounds each wait for convergence.
 	Timeout time.Duration
+	// ProfileDir, when set, receives a CPU profile of the churn phase,
+	// churn-<nodes>.pprof.
+	ProfileDir string
 }
 
 // DefaultSize is the model's shape at n nodes: the churn scenario's 10 DaemonSets over
@@ -127,6 +130,10 @@ func (c *cluster) run(ctx context.Context, s Size, progress func(format string, 
 	progress("rollout of %d DaemonSets converged in %.1fs", s.DaemonSets, r.RolloutSeconds)
 
 	// Churn: nodes move to the next pool at ChurnRate.
+	stopProfile, err := startProfile(s)
+	if err != nil {
+		return r, err
+	}
 	mark = begin()
 	if r.ChurnMoves, err = c.churn(ctx, s); err != nil {
 		return r, fmt.Errorf("churn: %w", err)
@@ -136,6 +143,9 @@ func (c *cluster) run(ctx context.Context, s Size, progress func(format string, 
 	}
 	var cpu float64
 	r.ChurnSeconds, cpu = mark.since()
+	if err := stopProfile(); err != nil {
+		return r, err
+	}
 	r.ChurnCPUPerMoveMs = cpu * 1000 / float64(max(r.ChurnMoves, 1))
 	progress("%d pool moves settled in %.1fs, %.2f ms CPU a move", r.ChurnMoves, r.ChurnSeconds, r.ChurnCPUPerMoveMs)
 

@@ -44,8 +44,12 @@ func RunSizes(ctx context.Context, o Options, progress io.Writer) ([]Result, err
 
 // ChildArgs are the flags that make a child run size s.
 func ChildArgs(s Size) []string {
-	return []string{"--one", strconv.Itoa(s.Nodes), "--daemonsets", strconv.Itoa(s.DaemonSets), "--pools", strconv.Itoa(s.Pools),
+	args := []string{"--one", strconv.Itoa(s.Nodes), "--daemonsets", strconv.Itoa(s.DaemonSets), "--pools", strconv.Itoa(s.Pools),
 		"--churn-rate", strconv.Itoa(s.ChurnRate), "--churn-duration", s.ChurnDuration.String(), "--timeout", s.Timeout.String()}
+	if s.ProfileDir != "" {
+		args = append(args, "--profile-dir", s.ProfileDir)
+	}
+	return args
 }
 
 // RunChild runs one size in this process and writes its result as JSON to out.
