@@ -100,15 +100,15 @@ func nodeChurn(name string, o Options) scenario {
 				}
 				daemonSets = append(daemonSets, out)
 			}
-			wants, _, err := r.wantsFor(daemonSets)
-			if err != nil {
-				return err
+			wantsNow := func() (map[string]dsWant, error) {
+				wants, nodes, err := r.wantsFor(daemonSets)
+				if n, key := tainted(nodes); n > 0 {
+					r.logf("%d of %d nodes tainted (%s, ...)", n, len(nodes), key)
+				}
+				return wants, err
 			}
-			pods := 0
-			for _, w := range wants {
-				pods += int(w.Desired)
-			}
-			at, err := r.waitConverged(wants)
+			at, wants, err := r.waitConvergedOn(wantsNow)
+			pods := wantedPods(wants)
 			if err != nil {
 				return fmt.Errorf("setting up: %w", err)
 			}
@@ -127,10 +127,7 @@ func nodeChurn(name string, o Options) scenario {
 			}
 			churnEnd := time.Now()
 			r.logf("made %d node changes (%d pool moves) in %v", events, len(moves), churnEnd.Sub(p.start).Round(10*time.Millisecond))
-			if wants, _, err = r.wantsFor(daemonSets); err != nil {
-				return err
-			}
-			at, err = r.waitConverged(wants)
+			at, _, err = r.waitConvergedOn(wantsNow)
 			if err != nil {
 				r.addCosts("churn: ", r.end(p))
 				return fmt.Errorf("settling after the churn: %w", err)

@@ -32,6 +32,20 @@ func (r *runCtx) wantsFor(daemonSets []*apps.DaemonSet) (map[string]dsWant, []*v
 	return wants, nodes, nil
 }
 
+// tainted counts the nodes with a taint, and names the first taint seen.
+func tainted(nodes []*v1.Node) (int, string) {
+	n, first := 0, ""
+	for _, node := range nodes {
+		if len(node.Spec.Taints) == 0 {
+			continue
+		}
+		if n++; first == "" {
+			first = node.Spec.Taints[0].ToString()
+		}
+	}
+	return n, first
+}
+
 // addNodes adds count simulated nodes at once, in the pools in turn, and measures
 // how long each waits for its pods.
 func (r *runCtx) addNodes(daemonSets []*apps.DaemonSet, count int) error {

@@ -315,7 +315,7 @@ func (w *watcher) waitUntil(ctx context.Context, short func() []string, wake <-c
 		case <-ctrl.Exited():
 			return time.Time{}, fmt.Errorf("the %s controller exited; see %s", ctrl.Name, ctrl.Log())
 		case <-deadline.C:
-			return time.Time{}, fmt.Errorf("not converged after %v: %s", timeout, strings.Join(missing, "; "))
+			return time.Time{}, fmt.Errorf("%w after %v: %s", errNotConverged, timeout, strings.Join(missing, "; "))
 		case <-ctx.Done():
 			return time.Time{}, ctx.Err()
 		}

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -19,11 +21,58 @@ const podsEvery = 100 * time.Millisecond
 // status shows it, or for the floor controller, which writes no status, as its pods
 // show it (see podsShort).
 func (r *runCtx) waitConverged(wants map[string]dsWant) (time.Time, error) {
+	return r.waitConvergedWithin(wants, r.o.Timeout)
+}
+
+// waitConvergedWithin is waitConverged with its own timeout.
+func (r *runCtx) waitConvergedWithin(wants map[string]dsWant, timeout time.Duration) (time.Time, error) {
 	defer r.reportProgress("converging", wants)()
 	if r.ctrl.Name == Floor {
-		return r.w.waitUntil(r.ctx, func() []string { return r.w.podsShort(wants) }, nil, podsEvery, r.ctrl, r.o.Timeout)
+		return r.w.waitUntil(r.ctx, func() []string { return r.w.podsShort(wants) }, nil, podsEvery, r.ctrl, timeout)
 	}
-	return r.w.waitConverged(r.ctx, wants, r.ctrl, r.o.Timeout)
+	return r.w.waitConverged(r.ctx, wants, r.ctrl, timeout)
+}
+
+// errNotConverged is the error of a wait for convergence that timed out.
+var errNotConverged = errors.New("not converged")
+
+// rewantEvery is how long waitConvergedOn waits for convergence before it works out
+// again what the DaemonSets should show.
+const rewantEvery = 30 * time.Second
+
+// waitConvergedOn is waitConverged for what the DaemonSets should show as want works
+// it out from the nodes: while they have not converged, it works it out again every
+// rewantEvery, so that the wait follows the nodes as they are. On a loaded sandbox a
+// simulated node whose heartbeat was answered late is marked NotReady and tainted
+// for a while, and every controller rightly stops counting it: wants worked out in
+// that while would never be met once the node recovers.
+// It returns when they converged and what they showed then.
+func (r *runCtx) waitConvergedOn(want func() (map[string]dsWant, error)) (time.Time, map[string]dsWant, error) {
+	deadline := time.Now().Add(r.o.Timeout)
+	wants, err := want()
+	for {
+		if err != nil {
+			return time.Time{}, nil, err
+		}
+		at, err := r.waitConvergedWithin(wants, min(rewantEvery, time.Until(deadline)))
+		if !errors.Is(err, errNotConverged) || !time.Now().Before(deadline) {
+			return at, wants, err
+		}
+		next, err := want()
+		if err == nil && !maps.Equal(next, wants) {
+			r.logf("the nodes changed while waiting: the DaemonSets should now show %d pods (were %d)", wantedPods(next), wantedPods(wants))
+		}
+		wants = next
+	}
+}
+
+// wantedPods is how many pods wants wants, summed over the DaemonSets.
+func wantedPods(wants map[string]dsWant) int {
+	n := 0
+	for _, w := range wants {
+		n += int(w.Desired)
+	}
+	return n
 }
 
 // podsShort describes the DaemonSets (at most three) whose pods do not show their
