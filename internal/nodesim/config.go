@@ -28,7 +28,8 @@ type Config struct {
 	LeaseInterval time.Duration
 	// Clock is the simulator's time source (tests use a fake one).
 	Clock clock.WithTicker
-	// Workers is the number of workers for each of the pod, node and lease queues.
+	// Workers is the least number of workers for each of the pod, node and lease
+	// queues; a large simulation gets more (workersFor).
 	Workers int
 	// NodeReadyRequires, a label selector, keeps each simulated node NotReady until
 	// a pod matching it is Running there, as a CNI agent gates a real node's
@@ -46,6 +47,20 @@ const (
 	DefaultLeaseInterval    = 10 * time.Second
 	DefaultWorkers          = 4
 )
+
+// nodesPerWorker is how many nodes one worker of each queue serves: each node's
+// lease is one write per lease interval, and a worker waits for the API server's
+// answer to each write. At 5,000 nodes the queues get 50 workers each, so that 500
+// renewals a second keep up while a loaded API server takes 100 ms to answer one;
+// with fewer, renewals fall behind, the node lifecycle controller finds leases
+// expired and taints healthy nodes unreachable.
+const nodesPerWorker = 100
+
+// workersFor is the number of workers of each queue for c: c.Workers, or one for
+// each nodesPerWorker nodes when that is more.
+func workersFor(c Config) int {
+	return max(c.Workers, c.Nodes/nodesPerWorker)
+}
 
 // maxLeaseInterval keeps a lease valid across a renewal that comes half an
 // interval late, as the spreading of renewals may make it (see nextRenewal).

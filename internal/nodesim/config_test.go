@@ -66,3 +66,16 @@ func TestConfigAddFlags(t *testing.T) {
 		t.Errorf("--nodes default = %s, want 3", got)
 	}
 }
+
+func TestWorkersGrowWithNodes(t *testing.T) {
+	for _, tc := range []struct{ nodes, workers, want int }{
+		{nodes: 3, workers: 4, want: 4},
+		{nodes: 1000, workers: 4, want: 10},
+		{nodes: 5000, workers: 4, want: 50},
+		{nodes: 5000, workers: 80, want: 80},
+	} {
+		if got := workersFor(Config{Nodes: tc.nodes, Workers: tc.workers}); got != tc.want {
+			t.Errorf("workersFor(%d nodes, %d workers) = %d, want %d", tc.nodes, tc.workers, got, tc.want)
+		}
+	}
+}

@@ -121,10 +121,11 @@ func (s *Simulator) Run(ctx context.Context) error {
 	s.recordExisting()
 	s.startRegistration()
 
-	logger.Info("Starting node simulator", "nodes", s.cfg.Nodes, "workers", s.cfg.Workers,
+	workers := workersFor(s.cfg)
+	logger.Info("Starting node simulator", "nodes", s.cfg.Nodes, "workers", workers,
 		"podReadyDelay", s.cfg.PodReadyDelay, "podStopDelay", s.cfg.PodStopDelay, "leaseInterval", s.cfg.LeaseInterval)
 	var wg sync.WaitGroup
-	for range s.cfg.Workers {
+	for range workers {
 		wg.Go(func() { s.work(ctx, s.podQueue, "pod", s.syncPod) })
 		wg.Go(func() { s.work(ctx, s.nodeQueue, "node", s.syncNode) })
 		wg.Go(func() { s.work(ctx, s.leaseQueue, "lease", s.syncLease) })
