@@ -25,7 +25,7 @@ import (
 // retried with back-off.
 func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key string, p *daemon.Plan) error {
 	writes := make([]*podWrite, 0, len(p.Creates))
-	prio := c.priorities(len(p.Creates))
+	ranks := newRanker(c.priorities(len(p.Creates)), ds)
 	logger := klog.FromContext(ctx)
 	for _, create := range p.Creates {
 		template := p.Template
@@ -33,7 +33,7 @@ func (c *Controller) createPods(ctx context.Context, ds *apps.DaemonSet, key str
 			template = create.Template
 		}
 		writes = append(writes, &podWrite{key: key, ds: ds, node: create.Node, logger: logger,
-			rank: Rank(prio, ds, template, c.node(create.Node)), create: &create, template: template})
+			rank: ranks.rank(template, c.node(create.Node)), create: &create, template: template})
 	}
 	c.settleWithdrawn(c.writes.replaceCreates(key, writes, c.inflight.expect))
 	return errors.Join(c.writes.takeErrors(key)...)
@@ -81,12 +81,12 @@ func (c *Controller) createPod(ctx context.Context, ds *apps.DaemonSet, template
 // reported by the DaemonSet's next sync (createPods).
 func (c *Controller) deletePods(ctx context.Context, ds *apps.DaemonSet, key string, deletes []daemon.PodDelete) error {
 	writes := make([]*podWrite, 0, len(deletes))
-	prio := c.priorities(len(deletes))
+	ranks := newRanker(c.priorities(len(deletes)), ds)
 	logger := klog.FromContext(ctx)
 	for _, d := range deletes {
 		node, _ := daemon.TargetNode(d.Pod)
 		writes = append(writes, &podWrite{key: key, ds: ds, node: node, logger: logger,
-			rank: Rank(prio, ds, &ds.Spec.Template, c.node(node)), del: &d})
+			rank: ranks.rank(&ds.Spec.Template, c.node(node)), del: &d})
 	}
 	c.writes.add(key, writes, c.inflight.expect)
 	return nil

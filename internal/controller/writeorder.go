@@ -117,8 +117,32 @@ type WriteRank struct {
 // the pod it makes room for (template is then ds's own). The pods in the controller's
 // cache keep too little of their spec to rank them by.
 func Rank(prio Priorities, ds *apps.DaemonSet, template *v1.PodTemplateSpec, node *v1.Node) WriteRank {
-	return WriteRank{Priority: prio.Of(&template.Spec), Gates: gates(ds, node), Unblocks: UnblocksNodes(&template.Spec),
-		Since: nodeWaitingSince(ds, node)}
+	return newRanker(prio, ds).rank(template, node)
+}
+
+// ranker ranks the pod writes of one DaemonSet as Rank does, working out what a rank
+// takes from the template (its priority, whether it unblocks nodes) once for each
+// template rather than once for each write: a sync may rank thousands of creates of
+// one template.
+type ranker struct {
+	prio     Priorities
+	ds       *apps.DaemonSet
+	template *v1.PodTemplateSpec // the last template ranked
+	level    WriteRank           // what its ranks take from it
+}
+
+func newRanker(prio Priorities, ds *apps.DaemonSet) *ranker { return &ranker{prio: prio, ds: ds} }
+
+// rank ranks a write of a pod from template for node (nil if the cache has it no
+// more).
+func (r *ranker) rank(template *v1.PodTemplateSpec, node *v1.Node) WriteRank {
+	if template != r.template {
+		r.template = template
+		r.level = WriteRank{Priority: r.prio.Of(&template.Spec), Unblocks: UnblocksNodes(&template.Spec)}
+	}
+	w := r.level
+	w.Gates, w.Since = gates(r.ds, node), nodeWaitingSince(r.ds, node)
+	return w
 }
 
 // gates reports whether ds gates node: node carries the taint ds's pod must be

@@ -144,3 +144,20 @@ func sign(n int) int {
 	}
 	return 0
 }
+
+// One ranker ranks a DaemonSet's writes as Rank does, through changes of template.
+func TestRankerRanksAsRank(t *testing.T) {
+	ds := &apps.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}}
+	cni := &v1.PodTemplateSpec{Spec: v1.PodSpec{PriorityClassName: SystemNodeCritical, Tolerations: []v1.Toleration{{Operator: v1.TolerationOpExists}}}}
+	plain := &v1.PodTemplateSpec{}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", CreationTimestamp: metav1.NewTime(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC))}}
+	prio := NewPriorities(nil)
+	r := newRanker(prio, ds)
+	for i, template := range []*v1.PodTemplateSpec{cni, cni, plain, cni, plain, plain} {
+		for _, n := range []*v1.Node{node, nil} {
+			if got, want := r.rank(template, n), Rank(prio, ds, template, n); got != want {
+				t.Errorf("write %d: ranker gave %+v, Rank %+v", i, got, want)
+			}
+		}
+	}
+}
