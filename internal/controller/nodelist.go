@@ -58,8 +58,25 @@ func (l *nodeList) read(from uint64, since bool) (nodes []*v1.Node, at uint64, c
 	defer l.mu.Unlock()
 	nodes = l.nodes.read()
 	if since {
-		changed = map[string]*v1.Node{}
-		ok = l.log.since(from, func(name string) { changed[name] = l.nodes.get(name) })
+		changed, ok = l.changedSince(from)
 	}
 	return nodes, l.seq, changed, ok
+}
+
+// changes is read with since, without the nodes: it copies none of them, so its
+// cost is that of the changes alone.
+func (l *nodeList) changes(from uint64) (at uint64, changed map[string]*v1.Node, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	changed, ok = l.changedSince(from)
+	return l.seq, changed, ok
+}
+
+// changedSince is the nodes changed after change number from, by name, as they are
+// now (nil: deleted), unless the log no longer reaches back that far. The caller
+// locks.
+func (l *nodeList) changedSince(from uint64) (map[string]*v1.Node, bool) {
+	changed := map[string]*v1.Node{}
+	ok := l.log.since(from, func(name string) { changed[name] = l.nodes.now(name) })
+	return changed, ok
 }

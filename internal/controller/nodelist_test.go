@@ -35,7 +35,15 @@ func TestNodeListChanges(t *testing.T) {
 	l.put(node("a", "2"))
 	l.put(node("c", "1"))
 	l.remove("b")
+	// The changes alone, before any read applied them to the shared list.
+	alone, changed, ok := l.changes(at)
+	if !ok || len(changed) != 3 || changed["a"].ResourceVersion != "2" || changed["c"].ResourceVersion != "1" || changed["b"] != nil {
+		t.Errorf("changes alone since the first read: ok %v, %v; want a at 2, c at 1, b deleted", ok, versions(nonNil(changed)))
+	}
 	nodes, now, changed, ok := l.read(at, true)
+	if alone != now {
+		t.Errorf("changes alone stood at change %d, the read at %d", alone, now)
+	}
 	if got := versions(nodes); len(got) != 2 || got["a"] != "2" || got["c"] != "1" {
 		t.Errorf("after a change, an add and a delete: %v", got)
 	}
@@ -54,6 +62,9 @@ func TestNodeListChanges(t *testing.T) {
 	}
 	if _, _, _, ok := l.read(now, true); ok {
 		t.Error("the log still reaches back past more changes than it keeps")
+	}
+	if _, _, ok := l.changes(now); ok {
+		t.Error("the changes alone still reach back past more changes than the log keeps")
 	}
 }
 

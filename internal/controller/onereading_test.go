@@ -52,7 +52,7 @@ func TestEveryToolReadsTheClusterAlike(t *testing.T) {
 	var fromController daemon.Report
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		s, err := ctrl.snapshot(ds, key, nil)
+		s, err := ctrl.snapshot(ds, key, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,12 +135,10 @@ func (x *podIndex) removeLocked(uid types.UID, key string) {
 func (x *podIndex) read(keys []string, from uint64, since bool) (pods []*v1.Pod, at uint64, changed map[types.UID]*v1.Pod, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var sets []*podSet
 	var held [][]*v1.Pod
 	n := 0
 	for _, k := range keys {
 		if set := x.byKey[k]; set != nil {
-			sets = append(sets, set)
 			held = append(held, set.pods.read())
 			n += len(held[len(held)-1])
 		}
@@ -156,23 +154,44 @@ func (x *podIndex) read(keys []string, from uint64, since bool) (pods []*v1.Pod,
 		}
 	}
 	if since {
-		changed = map[types.UID]*v1.Pod{}
-		ok = from >= x.floor
-		for _, k := range keys {
-			ok = ok && x.gone[k] <= from
+		changed, ok = x.changedSince(keys, from)
+	}
+	return pods, x.seq, changed, ok
+}
+
+// changes is read with since, without the pods: it copies none of them, so its
+// cost is that of the changes alone.
+func (x *podIndex) changes(keys []string, from uint64) (at uint64, changed map[types.UID]*v1.Pod, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	changed, ok = x.changedSince(keys, from)
+	return x.seq, changed, ok
+}
+
+// changedSince is the pods changed under keys after change number from, by UID, as
+// they are now (nil: gone), unless the logs no longer reach back that far (see
+// read). The caller locks.
+func (x *podIndex) changedSince(keys []string, from uint64) (map[types.UID]*v1.Pod, bool) {
+	changed := map[types.UID]*v1.Pod{}
+	ok := from >= x.floor
+	var sets []*podSet
+	for _, k := range keys {
+		ok = ok && x.gone[k] <= from
+		if set := x.byKey[k]; set != nil {
+			sets = append(sets, set)
 		}
+	}
+	for _, set := range sets {
+		ok = ok && set.log.since(from, func(uid types.UID) { changed[uid] = nil })
+	}
+	for uid := range changed {
 		for _, set := range sets {
-			ok = ok && set.log.since(from, func(uid types.UID) { changed[uid] = nil })
-		}
-		for uid := range changed {
-			for _, set := range sets {
-				if pod := set.pods.get(uid); pod != nil {
-					changed[uid] = pod
-				}
+			if pod := set.pods.now(uid); pod != nil {
+				changed[uid] = pod
 			}
 		}
 	}
-	return pods, x.seq, changed, ok
+	return changed, ok
 }
 
 // onNode returns the pods held under key whose node is node.

@@ -101,7 +101,15 @@ func TestPodIndexChanges(t *testing.T) {
 	x.put(newer)
 	x.remove(indexedPod("b", nil).UID)
 	x.put(indexedPod("c", nil))
+	// The changes alone, before any read applied them to the shared pods.
+	alone, changed, ok := x.changes(keys, at)
+	if !ok || len(changed) != 3 || changed["uid-a"] != newer || changed["uid-b"] != nil || changed["uid-c"] == nil {
+		t.Errorf("changes alone: ok %v, %v; want a as last put, b gone, c", ok, changed)
+	}
 	pods, now, changed, ok := x.read(keys, at, true)
+	if alone != now {
+		t.Errorf("changes alone stood at change %d, the read at %d", alone, now)
+	}
 	if got := heldNames(pods); !slices.Equal(got, []string{"a", "c"}) {
 		t.Errorf("after the changes: %v", got)
 	}
@@ -123,5 +131,8 @@ func TestPodIndexChanges(t *testing.T) {
 	x.remove("uid-d")
 	if _, _, _, ok := x.read(keys, now, true); ok {
 		t.Error("a DaemonSet whose pods all went answered")
+	}
+	if _, _, ok := x.changes(keys, now); ok {
+		t.Error("a DaemonSet whose pods all went answered its changes alone")
 	}
 }

@@ -47,8 +47,12 @@ func (s *sharedSet[K, V]) read() []V {
 	return next
 }
 
-// get is the object under k as of the last read, or the zero V.
-func (s *sharedSet[K, V]) get(k K) V {
+// now is the object under k with every change applied, or the zero V; it copies
+// nothing.
+func (s *sharedSet[K, V]) now(k K) V {
+	if v, ok := s.pending[k]; ok {
+		return v
+	}
 	if i, ok := s.pos[k]; ok {
 		return s.items[i]
 	}

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	apps "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -52,26 +54,18 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.forget(key)
 		return 0, nil
 	}
-	var prev *daemon.Memo
-	if !companion {
-		prev = c.memos.get(key)
-	}
-	snap, err := c.snapshot(ds, key, prev)
-	if err != nil {
+	var plan daemon.Plan
+	var how decided
+	if companion {
+		snap, err := c.snapshot(ds, key, nil, true)
+		if err != nil {
+			return 0, err
+		}
+		plan, how.nodes = daemon.DecideUpdate(snap), len(snap.Nodes)
+	} else if plan, how, err = c.decide(ds, key); err != nil {
 		return 0, err
 	}
-	var plan daemon.Plan
-	incremental, looked := false, 0
-	if companion {
-		plan = daemon.DecideUpdate(snap)
-	} else {
-		var memo *daemon.Memo
-		plan, memo = daemon.DecideWith(snap, prev)
-		c.memos.set(key, memo)
-		incremental = prev != nil && memo == prev
-		looked = memo.Looked() // 0 for a new memo or none
-	}
-	c.metrics.observeDecision(incremental)
+	c.metrics.observeDecision(how.incremental)
 	start := c.clock.Now()
 	err = c.apply(ctx, ds, key, &plan)
 	level := 4
@@ -79,16 +73,51 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		level = 2
 	}
 	logger.V(level).Info("Synced DaemonSet",
-		"nodes", len(snap.Nodes), "pods", len(snap.Pods), "hash", plan.Hash, "incremental", incremental, "nodesLooked", looked,
+		"nodes", how.nodes, "hash", plan.Hash, "incremental", how.incremental, "nodesLooked", how.memo.Looked(),
 		"creates", len(plan.Creates), "deletes", len(plan.Deletes), "updatesInPlace", len(plan.Updates),
 		"statusWritten", plan.Status != nil || len(plan.Conditions) > 0, "requeueAfter", plan.RequeueAfter,
 		"applyTime", c.clock.Since(start), "err", err)
 	return plan.RequeueAfter, err
 }
 
+// decided is how a decision was made, for the sync's log and metrics.
+type decided struct {
+	memo        *daemon.Memo // the Memo kept after it (nil: none)
+	incremental bool         // made from the Memo kept before
+	nodes       int          // the nodes it was made over
+}
+
+// decide makes the decision of full mode for ds and keeps its Memo: from the Memo and
+// the caches' changes since its snapshot alone when it can (reading no list of nodes
+// or pods, whose copies grow with the cluster), else from the whole snapshot.
+func (c *Controller) decide(ds *apps.DaemonSet, key string) (daemon.Plan, decided, error) {
+	prev := c.memos.get(key)
+	if prev != nil {
+		snap, err := c.snapshot(ds, key, prev, false)
+		if err != nil {
+			return daemon.Plan{}, decided{}, err
+		}
+		if snap.Changes != nil {
+			if plan, ok := daemon.DecideFromMemo(snap, prev); ok {
+				return plan, decided{memo: prev, incremental: true, nodes: prev.Nodes()}, nil
+			}
+			prev = nil // it can no longer be trusted
+		}
+	}
+	snap, err := c.snapshot(ds, key, prev, true)
+	if err != nil {
+		return daemon.Plan{}, decided{}, err
+	}
+	plan, memo := daemon.DecideWith(snap, prev)
+	c.memos.set(key, memo)
+	return plan, decided{memo: memo, incremental: prev != nil && memo == prev, nodes: len(snap.Nodes)}, nil
+}
+
 // snapshot reads what Decide needs for ds from the caches, and, when memo is set,
-// which nodes and pods changed since the snapshot it was last used with.
-func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo) (*daemon.Snapshot, error) {
+// which nodes and pods changed since the snapshot it was last used with. Without
+// lists it leaves out the nodes and pods themselves (for DecideFromMemo), and when
+// the changes cannot be named either, also leaves Changes nil.
+func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo, lists bool) (*daemon.Snapshot, error) {
 	// The writes in flight are read before the cache: a handler forgets a write only
 	// after the cache (for pods, podIndex) shows it, so every write missing from this
 	// view is in the lists below. Read the other way round, a pod added in between
@@ -99,8 +128,20 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo)
 	queued := c.writes.queued(key)
 	inflight, refused := withoutQueued(c.inflight.view(key), queued), c.inflight.refusedUpdates(key)
 	from := memo.At()
-	nodes, nodesAt, changedNodes, nodesOK := c.nodes.read(from.Nodes, memo != nil)
-	pods, podsAt, changedPods, podsOK := c.podIndex.read([]string{string(ds.UID), orphanKey(ds.Namespace)}, from.Pods, memo != nil)
+	podKeys := []string{string(ds.UID), orphanKey(ds.Namespace)}
+	var nodes []*v1.Node
+	var pods []*v1.Pod
+	var nodesAt, podsAt uint64
+	var changedNodes map[string]*v1.Node
+	var changedPods map[types.UID]*v1.Pod
+	var nodesOK, podsOK bool
+	if lists {
+		nodes, nodesAt, changedNodes, nodesOK = c.nodes.read(from.Nodes, memo != nil)
+		pods, podsAt, changedPods, podsOK = c.podIndex.read(podKeys, from.Pods, memo != nil)
+	} else {
+		nodesAt, changedNodes, nodesOK = c.nodes.changes(from.Nodes)
+		podsAt, changedPods, podsOK = c.podIndex.changes(podKeys, from.Pods)
+	}
 	revisions, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)

@@ -15,9 +15,10 @@ import (
 
 // The entry points. Each runs the stages in order over one Snapshot:
 //
-//	Decide        claim → history → placement → update → status   (full mode)
-//	DecideWith    the same, from a Memo when only nodes and pods changed
-//	DecideUpdate  update alone, over another controller's placement (companion mode)
+//	Decide          claim → history → placement → update → status   (full mode)
+//	DecideWith      the same, from a Memo when only nodes and pods changed
+//	DecideFromMemo  from a Memo and the named changes alone, when it can
+//	DecideUpdate    update alone, over another controller's placement (companion mode)
 
 // defaultRevisionHistoryLimit applies when the DaemonSet sets none.
 const defaultRevisionHistoryLimit = 10
@@ -41,6 +42,18 @@ func DecideWith(s *Snapshot, m *Memo) (Plan, *Memo) {
 	}
 	p, d := decide(s)
 	return p, newMemo(s, &p, d)
+}
+
+// DecideFromMemo is DecideWith for a caller whose snapshot names what changed since
+// m's (s.Changes.From == m.At()): it decides from m and the changes alone and never
+// reads s.Nodes or s.Pods, which the caller may leave out. When it reports false,
+// only the full decision can be trusted: the caller drops m, reads the whole
+// snapshot and calls DecideWith with no memo.
+func DecideFromMemo(s *Snapshot, m *Memo) (Plan, bool) {
+	if m == nil || s.Changes == nil || s.Changes.From != m.at {
+		return Plan{}, false
+	}
+	return m.decide(s)
 }
 
 // DecideUpdate is Decide for companion mode: the update stage alone, over the pods and

@@ -75,6 +75,14 @@ func (m *Memo) Looked() int {
 	return m.looked
 }
 
+// Nodes is how many nodes m holds.
+func (m *Memo) Nodes() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.entries)
+}
+
 type memoNode struct {
 	node     *v1.Node
 	pod      *v1.Pod // nil: no pod on the node

@@ -322,7 +322,7 @@ func (l *cacheLog) record(s *Snapshot, r *rand.Rand) {
 // the Plan Decide makes too, and takes the short way as often as one that compares
 // everything.
 func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
-	fast, total := 0, 0
+	fast, fromChanges, total := 0, 0, 0
 	for seed := uint64(1); seed <= 200; seed++ {
 		c := newMemoCluster(seed)
 		var m *Memo
@@ -334,7 +334,22 @@ func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
 				c.s.Changes.From.Nodes-- // a log the caller could not keep: everything is compared
 			}
 			prev := m
-			got, next := DecideWith(c.s, m)
+			var got Plan
+			var next *Memo
+			if listless := *c.s; m != nil && c.r.IntN(2) == 0 {
+				// As the controller does: from the memo and the changes alone, the
+				// lists left out, and the full decision when that cannot be trusted.
+				listless.Nodes, listless.Pods = nil, nil
+				var ok bool
+				if got, ok = DecideFromMemo(&listless, m); ok {
+					next = m
+					fromChanges++
+				} else {
+					got, next = DecideWith(c.s, nil)
+				}
+			} else {
+				got, next = DecideWith(c.s, m)
+			}
 			want := Decide(c.s)
 			if diff := cmp.Diff(want, got, planCmp...); diff != "" {
 				t.Fatalf("seed %d step %d, after %v:\nDecideWith with changes differs from Decide (-want +got):\n%s", seed, step, log, diff)
@@ -351,9 +366,9 @@ func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d decisions taken from the memo", fast, total)
-	if fast < total/6 {
-		t.Errorf("only %d of %d decisions used the memo; the simulation no longer exercises it", fast, total)
+	t.Logf("%d of %d decisions taken from the memo, %d of them by DecideFromMemo without the lists", fast, total, fromChanges)
+	if fast < total/6 || fromChanges < fast/4 {
+		t.Errorf("only %d of %d decisions used the memo, %d without the lists; the simulation no longer exercises it", fast, total, fromChanges)
 	}
 }
 
