@@ -54,15 +54,16 @@ func (r *runCtx) waitConvergedOn(want func() (map[string]dsWant, error)) (time.T
 		if err != nil {
 			return time.Time{}, nil, err
 		}
-		at, err := r.waitConvergedWithin(wants, min(rewantEvery, time.Until(deadline)))
+		var at time.Time
+		at, err = r.waitConvergedWithin(wants, min(rewantEvery, time.Until(deadline)))
 		if !errors.Is(err, errNotConverged) || !time.Now().Before(deadline) {
 			return at, wants, err
 		}
-		next, err := want()
-		if err == nil && !maps.Equal(next, wants) {
+		var next map[string]dsWant
+		if next, err = want(); err == nil && !maps.Equal(next, wants) {
 			r.logf("the nodes changed while waiting: the DaemonSets should now show %d pods (were %d)", wantedPods(next), wantedPods(wants))
 		}
-		wants = next
+		wants = next // on an error, returned at the top of the loop
 	}
 }
 
