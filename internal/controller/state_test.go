@@ -65,6 +65,6 @@ func (q *writeQueue) tracks(key string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	_, queued := q.byDS[key]
-	_, seen := q.seen[key]
-	return queued || seen
+	_, syncing := q.syncing[key]
+	return queued || syncing
 }

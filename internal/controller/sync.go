@@ -123,10 +123,11 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo,
 	// view is in the lists below. Read the other way round, a pod added in between
 	// would be in neither, and its node would get a second one.
 	//
-	// The creates still queued that the Plan replaces are read first of all, and
-	// decided as if not in flight (writeQueue.queued).
-	queued := c.writes.queued(key)
-	inflight, refused := withoutQueued(c.inflight.view(key), queued), c.inflight.refusedUpdates(key)
+	// The queue is noted first of all (writeQueue.begin): the creates still queued for
+	// the nodes decided again are decided as if not in flight, and the Plan replaces
+	// them.
+	c.writes.begin(key)
+	inflight, refused := c.inflight.view(key), c.inflight.refusedUpdates(key)
 	from := memo.At()
 	podKeys := []string{string(ds.UID), orphanKey(ds.Namespace)}
 	var nodes []*v1.Node
@@ -141,6 +142,15 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo,
 	} else {
 		nodesAt, changedNodes, nodesOK = c.nodes.changes(from.Nodes)
 		podsAt, changedPods, podsOK = c.podIndex.changes(podKeys, from.Pods)
+	}
+	// A decision from the memo and the changes decides again only the nodes whose
+	// objects changed: the queued creates of the others stay as they are.
+	again := map[string]bool(nil)
+	if !lists && nodesOK && podsOK {
+		again = changedNodeNames(changedNodes, changedPods)
+	}
+	for _, node := range c.writes.decideAgain(key, again) {
+		delete(inflight.Creates, node)
 	}
 	revisions, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
@@ -162,10 +172,20 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo,
 	return snap, nil
 }
 
-// withoutQueued is f without the creates still queued.
-func withoutQueued(f daemon.InFlight, queued []*podWrite) daemon.InFlight {
-	for _, w := range queued {
-		delete(f.Creates, w.node)
+// changedNodeNames names the nodes whose objects changed: the changed nodes, and
+// the nodes of the changed pods still there.
+func changedNodeNames(nodes map[string]*v1.Node, pods map[types.UID]*v1.Pod) map[string]bool {
+	out := make(map[string]bool, len(nodes)+len(pods))
+	for name := range nodes {
+		out[name] = true
 	}
-	return f
+	for _, pod := range pods {
+		if pod == nil {
+			continue
+		}
+		if name, ok := daemon.TargetNode(pod); ok {
+			out[name] = true
+		}
+	}
+	return out
 }

@@ -30,7 +30,7 @@ import (
 // The first three make a rank's level (CompareLevel). Within one level the controller
 // takes DaemonSets in turn, so that no DaemonSet with a long backlog holds back
 // another's pod for a node that just joined; within one DaemonSet it takes the node
-// that has waited longest first (CompareRank).
+// that has waited longest first (CompareRank), then the write queued first.
 
 // System priority classes exist in every cluster, with these values, even before
 // their PriorityClass objects are listed.
@@ -182,7 +182,7 @@ func first(a, b bool) int {
 }
 
 // CompareRank orders ranks in full: by level, then the node that has waited longest
-// first. Writes of equal rank go in the order of their node names.
+// first. The queue sends writes of equal rank in the order they were first queued.
 func CompareRank(a, b WriteRank) int {
 	if c := CompareLevel(a, b); c != 0 {
 		return c

@@ -29,6 +29,9 @@ type podWrite struct {
 
 	// owner is the part of the queue the write was queued in.
 	owner *dsWrites
+	// queuedAt numbers the sync that first queued the write (writeQueue.syncs): a
+	// create decided again keeps the number of the one it replaces.
+	queuedAt uint64
 	// until is when the write, once sent, stops being waited for; zero while it is
 	// queued. It is the inflight tables' to read and write, under the states' lock.
 	until time.Time
@@ -38,16 +41,21 @@ type podWrite struct {
 // them to the dispatchers in rank order (WriteRank): the highest level first;
 // within a level, DaemonSets in turn, the one served longest ago first; within one
 // DaemonSet and level, its deletes first, then its creates, each by the node waiting
-// longest, then by node name.
+// longest, then the write queued first (a create decided again keeps its place), then
+// by node name. A node whose pod was asked for long ago thus never waits behind a
+// stream of newer writes for nodes whose names sort before its own.
 //
 // A create for a node without a pod is queued only as its DaemonSet's latest Plan
-// asks for it. A sync notes which of the DaemonSet's such creates are queued before
-// it reads the writes in flight (queued), and decides as if they were not in
-// flight; its Plan then replaces them (replaceCreates): a queued create the Plan asks
-// for again stays queued, in the Plan's version (a new template, a new rank); one it
-// no longer asks for — its node gone or no longer eligible, the template changed —
-// is dropped unsent; one sent or dropped since the sync noted it is not queued again,
-// so no node gets a second create. The queued writes go on going out while the sync
+// asks for it. A sync begins by noting the DaemonSet's queue (begin), before it reads
+// the writes in flight; once it knows which nodes it decides again (all of them, or
+// those whose objects changed), it takes their queued creates as not in flight
+// (decideAgain); its Plan then replaces them (replaceCreates): a queued create the
+// Plan asks for again stays queued, in the Plan's version (a new template, a new
+// rank), and keeps its place; one it no longer asks for — its node gone or no longer
+// eligible, the template changed — is dropped unsent; one sent or dropped since the
+// sync began is not queued again, so no node gets a second create. The creates of
+// the nodes a sync does not decide again stay queued as they are: what they were
+// decided from has not changed. The queued writes go on going out while the sync
 // decides. Deletes and surge creates stay as they were queued (decidedAgain).
 //
 // Creates keep slow start per DaemonSet: the creates of a DaemonSet go out in
@@ -62,6 +70,8 @@ type writeQueue struct {
 	byDS map[string]*dsWrites
 	// tick counts the writes handed out; a lane records the tick of its last.
 	tick uint64
+	// syncs counts the calls that queued writes (add, replaceCreates).
+	syncs uint64
 	// claimants are the dispatchers holding, or waiting for, a rate limiter token;
 	// waiting those waiting for a write to claim, and paidWaiting those holding a
 	// token and waiting for a write (see wakeLocked).
@@ -74,9 +84,8 @@ type writeQueue struct {
 	handedCond *sync.Cond
 	// closed ends every dispatcher's wait.
 	closed bool
-	// seen holds, for a DaemonSet being synced, the nodes of its queued creates
-	// that the sync decides again (see queued).
-	seen map[string]map[string]bool
+	// syncing holds what the queue notes for each DaemonSet being synced (begin).
+	syncing map[string]*syncNote
 	// idle, if set, is called, under the queue's lock, with the key of a DaemonSet
 	// whose last queued or handed-out write has just been answered.
 	idle func(key string)
@@ -86,6 +95,8 @@ type writeQueue struct {
 type dsWrites struct {
 	key   string
 	lanes []*lane
+	// creates indexes the queued creates a sync decides again (decidedAgain) by node.
+	creates map[string]*podWrite
 	// batch is the size of the current slow-start batch of creates, taken how many
 	// of its creates have been handed out, and open how many handed out are not
 	// answered yet.
@@ -106,8 +117,21 @@ type lane struct {
 	served  uint64
 }
 
+// syncNote is what the queue notes of a DaemonSet from the start of its sync (begin)
+// until its Plan replaces its queued creates (replaceCreates).
+type syncNote struct {
+	// all: the sync decides every node again; else only those in nodes.
+	all   bool
+	nodes map[string]bool
+	// left holds the nodes whose queued create left the queue (sent or dropped) since
+	// the sync began.
+	left map[string]bool
+}
+
+func (n *syncNote) covers(node string) bool { return n.all || n.nodes[node] }
+
 func newWriteQueue() *writeQueue {
-	q := &writeQueue{byDS: map[string]*dsWrites{}, seen: map[string]map[string]bool{}}
+	q := &writeQueue{byDS: map[string]*dsWrites{}, syncing: map[string]*syncNote{}}
 	q.cond = sync.NewCond(&q.mu)
 	q.handedCond = sync.NewCond(&q.mu)
 	return q
@@ -116,7 +140,7 @@ func newWriteQueue() *writeQueue {
 func (q *writeQueue) entry(key string) *dsWrites {
 	d := q.byDS[key]
 	if d == nil {
-		d = &dsWrites{key: key, batch: 1}
+		d = &dsWrites{key: key, batch: 1, creates: map[string]*podWrite{}}
 		q.byDS[key] = d
 	}
 	return d
@@ -131,72 +155,98 @@ func (w *podWrite) decidedAgain() bool {
 	return w.create != nil && w.create.Reason != daemon.ReasonSurge
 }
 
-// queued notes the DaemonSet's queued writes that its sync, about to read its
-// writes in flight, decides again (decidedAgain), and returns them: the sync decides
-// as if they were not in flight, and replaceCreates settles its Plan with them.
-func (q *writeQueue) queued(key string) []*podWrite {
+// begin notes the start of a sync of the DaemonSet, before it reads its writes in
+// flight: from now on the queue records which of its queued creates leave it.
+func (q *writeQueue) begin(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.seen, key)
-	d := q.byDS[key]
-	if d == nil {
-		return nil
+	q.syncing[key] = &syncNote{left: map[string]bool{}}
+}
+
+// decideAgain tells the queue which nodes the sync decides again (nil: all of them),
+// and returns those among them that had a create queued when the sync began: the
+// sync decides as if those were not in flight, and replaceCreates settles its Plan
+// with them.
+func (q *writeQueue) decideAgain(key string, nodes map[string]bool) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	note := q.syncing[key]
+	if note == nil {
+		return nil // begin was not called: nothing is decided again
 	}
-	var out []*podWrite
-	ids := map[string]bool{}
-	for _, l := range d.lanes {
-		for _, w := range l.creates {
-			if w.decidedAgain() {
-				out = append(out, w)
-				ids[w.node] = true
+	note.all, note.nodes = nodes == nil, nodes
+	var out []string
+	if d := q.byDS[key]; d != nil {
+		if note.all {
+			for node := range d.creates {
+				out = append(out, node)
+			}
+		} else {
+			for node := range nodes {
+				if d.creates[node] != nil {
+					out = append(out, node)
+				}
 			}
 		}
 	}
-	q.seen[key] = ids
+	for node := range note.left {
+		if note.covers(node) {
+			out = append(out, node)
+		}
+	}
 	return out
 }
 
 // replaceCreates puts a Plan's creates in the place of the DaemonSet's queued
-// creates that are decided again, and returns those dropped. A create that was
-// queued when the sync looked (queued) and is not any more was sent, or dropped,
-// meanwhile: it is not queued again. expect is called, under the queue's lock, for
-// each create queued, with the create it takes the place of (or nil), before any
+// creates its sync decided again (decideAgain), and returns those dropped. A create
+// for a node whose queued create left the queue since the sync began (sent, or
+// dropped) is not queued again. expect is called, under the queue's lock, for each
+// create queued, with the create it takes the place of (or nil), before any
 // dispatcher can see it.
 func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(prev, w *podWrite)) []*podWrite {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	seen := q.seen[key]
-	delete(q.seen, key)
-	d := q.entry(key)
-	current := map[string]*podWrite{}
-	for _, l := range d.lanes {
-		l.creates = slices.DeleteFunc(l.creates, func(w *podWrite) bool {
-			if w.decidedAgain() {
-				current[w.node] = w
-				return true
-			}
-			return false
-		})
+	note := q.syncing[key]
+	delete(q.syncing, key)
+	if note == nil {
+		note = &syncNote{all: true}
 	}
+	d := q.entry(key)
+	q.syncs++
+	replaced := map[*podWrite]bool{}
 	var keep []*podWrite
 	for _, w := range writes {
+		w.queuedAt = q.syncs
 		var prev *podWrite
-		switch {
-		case !w.decidedAgain():
-		case current[w.node] != nil:
-			prev = current[w.node] // queued before: w takes its place
-			delete(current, w.node)
-		case seen[w.node]:
-			continue
+		if w.decidedAgain() {
+			prev = d.creates[w.node]
+			switch {
+			case prev != nil:
+				w.queuedAt = prev.queuedAt // it takes prev's place
+				replaced[prev] = true
+			case note.left[w.node]:
+				continue
+			}
 		}
 		expect(prev, w)
 		keep = append(keep, w)
 	}
-	q.addLocked(d, keep)
 	var dropped []*podWrite
-	for _, w := range current {
-		dropped = append(dropped, w)
+	for node, w := range d.creates {
+		if !replaced[w] && note.covers(node) {
+			dropped = append(dropped, w)
+			replaced[w] = true
+		}
 	}
+	if len(replaced) > 0 {
+		for _, l := range d.lanes {
+			l.creates = slices.DeleteFunc(l.creates, func(w *podWrite) bool { return replaced[w] })
+		}
+		for w := range replaced {
+			delete(d.creates, w.node)
+		}
+	}
+	q.addLocked(d, keep)
 	q.tidyLocked(d)
 	return dropped
 }
@@ -208,36 +258,63 @@ func (q *writeQueue) add(key string, writes []*podWrite, expect func(prev, w *po
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.syncs++
 	for _, w := range writes {
+		w.queuedAt = q.syncs
 		expect(nil, w)
 	}
 	q.addLocked(q.entry(key), writes)
 }
 
+// addLocked queues writes in their lanes' order. A lane's writes are kept in order:
+// the new ones, in order, are merged in.
 func (q *writeQueue) addLocked(d *dsWrites, writes []*podWrite) {
-	touched := map[*lane]bool{}
+	if len(writes) == 0 {
+		return
+	}
+	slices.SortFunc(writes, compareWrites)
+	added := map[*lane][]*podWrite{}
 	for _, w := range writes {
 		w.owner = d
-		l := d.lane(w.rank)
-		if w.create != nil {
-			l.creates = append(l.creates, w)
-		} else {
-			l.deletes = append(l.deletes, w)
+		if w.decidedAgain() {
+			d.creates[w.node] = w
 		}
-		touched[l] = true
+		l := d.lane(w.rank)
+		added[l] = append(added[l], w)
 	}
-	for l := range touched {
-		slices.SortFunc(l.creates, compareWrites)
-		slices.SortFunc(l.deletes, compareWrites)
+	for l, ws := range added {
+		var creates, deletes []*podWrite
+		for _, w := range ws {
+			if w.create != nil {
+				creates = append(creates, w)
+			} else {
+				deletes = append(deletes, w)
+			}
+		}
+		l.creates, l.deletes = mergeWrites(l.creates, creates), mergeWrites(l.deletes, deletes)
 	}
 	q.wakeLocked()
 }
 
-func compareWrites(a, b *podWrite) int {
-	if c := a.rank.Since.Compare(b.rank.Since); c != 0 {
-		return c
+// mergeWrites merges b into a, both in order (compareWrites); a's writes go first
+// among equals.
+func mergeWrites(a, b []*podWrite) []*podWrite {
+	if len(b) == 0 {
+		return a
 	}
-	return cmp.Compare(a.node, b.node)
+	out := make([]*podWrite, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if compareWrites(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+func compareWrites(a, b *podWrite) int {
+	return cmp.Or(a.rank.Since.Compare(b.rank.Since), cmp.Compare(a.queuedAt, b.queuedAt), cmp.Compare(a.node, b.node))
 }
 
 func (d *dsWrites) lane(rank WriteRank) *lane {
@@ -267,6 +344,9 @@ func (q *writeQueue) withdrawLocked(key string, creates, deletes bool) []*podWri
 	var out []*podWrite
 	for _, l := range d.lanes {
 		if creates {
+			for _, w := range l.creates {
+				q.leftLocked(w)
+			}
 			out = append(out, l.creates...)
 			l.creates = nil
 		}
@@ -285,7 +365,7 @@ func (q *writeQueue) forget(key string) []*podWrite {
 	defer q.mu.Unlock()
 	out := q.withdrawLocked(key, true, true)
 	delete(q.byDS, key)
-	delete(q.seen, key)
+	delete(q.syncing, key)
 	return out
 }
 
@@ -348,8 +428,22 @@ func (q *writeQueue) popLocked() *podWrite {
 		w, best.creates = best.creates[0], best.creates[1:]
 		bestDS.taken++
 		bestDS.open++
+		q.leftLocked(w)
 	}
 	return w
+}
+
+// leftLocked notes that a queued create leaves the queue, sent or dropped.
+func (q *writeQueue) leftLocked(w *podWrite) {
+	if !w.decidedAgain() {
+		return
+	}
+	if d := w.owner; d != nil && d.creates[w.node] == w {
+		delete(d.creates, w.node)
+	}
+	if note := q.syncing[w.key]; note != nil {
+		note.left[w.node] = true
+	}
 }
 
 // before reports whether lane a of DaemonSet da goes before lane b of db: the higher

@@ -99,6 +99,22 @@ func TestWriteQueue_Order(t *testing.T) {
 			want: []string{"create ns/x old-a", "create ns/x old-b", "create ns/x new"},
 		},
 		{
+			name: "within a DaemonSet and rank: the create queued first, even once decided again",
+			adds: [][]*podWrite{
+				{testCreate("ns/x", "b", plain)},
+				{testCreate("ns/x", "a", plain), testCreate("ns/x", "b", plain), testCreate("ns/x", "c", plain)},
+			},
+			want: []string{"create ns/x b", "create ns/x a", "create ns/x c"},
+		},
+		{
+			name: "within a DaemonSet and rank: the delete queued first",
+			adds: [][]*podWrite{
+				{testDelete("ns/x", "b", plain)},
+				{testDelete("ns/x", "a", plain)},
+			},
+			want: []string{"delete ns/x b", "delete ns/x a"},
+		},
+		{
 			name: "within a DaemonSet and level: deletes first",
 			adds: [][]*podWrite{
 				{testCreate("ns/x", "a", plain)},
@@ -274,9 +290,10 @@ func TestWriteQueue_PlanReplacesQueuedCreates(t *testing.T) {
 	surge.create.Reason = daemon.ReasonSurge
 	q.add("ns/x", []*podWrite{surge}, noExpect)
 
-	seen := q.queued("ns/x")
-	if len(seen) != 3 {
-		t.Fatalf("queued = %v, want the three creates for nodes without a pod, not the surge", seen)
+	q.begin("ns/x")
+	again := q.decideAgain("ns/x", nil)
+	if slices.Sort(again); !slices.Equal(again, []string{"a", "b", "gone"}) {
+		t.Fatalf("decided again: %v, want the three creates for nodes without a pod, not the surge", again)
 	}
 	// While the sync decides, a dispatcher sends the create on a.
 	q.mu.Lock()
@@ -329,8 +346,8 @@ func TestWriteQueue_PlanReplacesQueuedCreates(t *testing.T) {
 			t.Error("the create on b went out in its old version")
 		}
 	}
-	if !slices.Equal(nodes, []string{"b", "c", "s"}) {
-		t.Errorf("then sent %v, want b, c and the surge create s (a went out once)", nodes)
+	if !slices.Equal(nodes, []string{"b", "s", "c"}) {
+		t.Errorf("then sent %v, want b (in its first place), the surge create s, then c, queued last (a went out once)", nodes)
 	}
 }
 
@@ -534,4 +551,36 @@ func TestWriteQueue_TakeTokenGoesFirst(t *testing.T) {
 		t.Error("a closed queue handed out a token")
 	}
 	wg.Wait()
+}
+
+// A sync that decides again only the nodes whose objects changed replaces only their
+// queued creates: the others stay queued as they were, in their places, and a create
+// that left the queue while the sync decided is not queued again.
+func TestWriteQueue_SyncDecidesSomeNodesAgain(t *testing.T) {
+	q := newWriteQueue()
+	r := WriteRank{}
+	q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "a", r), testCreate("ns/x", "b", r), testCreate("ns/x", "c", r), testCreate("ns/x", "d", r)}, noExpect)
+
+	q.begin("ns/x")
+	q.mu.Lock()
+	sent := q.popLocked() // a goes out while the sync reads its caches
+	q.mu.Unlock()
+	again := q.decideAgain("ns/x", map[string]bool{"a": true, "b": true, "e": true})
+	if slices.Sort(again); !slices.Equal(again, []string{"a", "b"}) {
+		t.Fatalf("decided again: %v, want a (sent since the sync began) and b, queued, of the changed nodes", again)
+	}
+	// b's node no longer runs the pod; e joined; a, decided again, is asked for again.
+	var expected []string
+	dropped := q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "a", r), testCreate("ns/x", "e", r)},
+		func(prev, w *podWrite) { expected = append(expected, w.node) })
+	if len(dropped) != 1 || dropped[0].node != "b" {
+		t.Errorf("dropped %v, want b's create alone", dropped)
+	}
+	if !slices.Equal(expected, []string{"e"}) {
+		t.Errorf("expected %v, want e's create alone (a went out already)", expected)
+	}
+	q.answered(sent, nil, false)
+	if got, want := drain(q), []string{"create ns/x c", "create ns/x d", "create ns/x e"}; !slices.Equal(got, want) {
+		t.Errorf("then sent %v, want %v: c and d as they were queued, then e", got, want)
+	}
 }

@@ -18,10 +18,13 @@ import (
 // placement rules then decide each node alone (a pod to create, a pod to delete, or
 // nothing) and the status is a sum over the nodes. A Decide that finds it so records
 // per node the node and pod objects it saw, its share of the status counters and
-// whether the node has a write to make or in flight (pending). DecideWith then finds
-// what changed by comparing the snapshot's objects with the recorded ones by identity
-// (a cache replaces an object that changes, it never edits one) and applies the rules
-// to the changed and pending nodes only, joining nodes included. Whenever one of them
+// whether the rules wrote for the node (pending), and the writes in flight it decided
+// with. DecideWith then finds what changed by comparing the snapshot's objects with the
+// recorded ones by identity (a cache replaces an object that changes, it never edits
+// one) and its writes in flight with the recorded ones, and applies the rules to the
+// changed and pending nodes only, joining nodes included. A node whose create or
+// delete stays in flight, and whose objects do not change, is not looked at again:
+// nothing the rules read of it changed. Whenever one of them
 // leaves that shape, a node is deleted, or anything but nodes, pods and writes in
 // flight changed, it makes the full decision instead: the Plan is always the one
 // Decide would make.
@@ -43,7 +46,11 @@ type Memo struct {
 	byNode  map[*v1.Node]int
 	byUID   map[types.UID]int // the entries' pods
 	byName  map[string]int
-	pending []int  // the entries looked at on every decision
+	pending []int // the entries looked at on every decision
+	// creates and deletes are the writes in flight of the last decision (the
+	// snapshot's InFlight, copied): a node whose writes in flight differ is looked at.
+	creates map[string]bool
+	deletes map[types.UID]bool
 	total   counts // the sum of the entries' shares
 	epoch   uint32 // marks the entries seen by the current comparison
 	// unavailable counts the entries whose pod, of the current revision, is not
@@ -67,7 +74,7 @@ func (m *Memo) At() Position {
 }
 
 // Looked is how many nodes the last decision from m looked at again (changed,
-// pending or with a create in flight); the others were taken as they were.
+// pending, or whose writes in flight changed); the others were taken as they were.
 func (m *Memo) Looked() int {
 	if m == nil {
 		return 0
@@ -92,9 +99,10 @@ type memoNode struct {
 	changed  uint32 // epoch in which the node or its pod changed
 	verdict  Verdict
 	replaced bool // the pod was replaced by another object in this comparison
-	// pending: the rules wrote, or a write is in flight, for the node; it is looked
-	// at again whether or not its objects change. A pod on its way out whose delete
-	// the cache already shows does not make its node pending.
+	// pending: the rules wrote for the node; it is looked at again whether or not
+	// its objects change, until they write nothing for it. A write in flight does not
+	// make its node pending: the node is looked at when the write lands or lapses
+	// (its pod changes, or it leaves the writes in flight).
 	pending bool
 	// unavailable: the pod is of the current revision and not available.
 	unavailable bool
@@ -153,6 +161,7 @@ func newMemo(s *Snapshot, p *Plan, d *decision) *Memo {
 		// them out.
 		return nil
 	}
+	m.keepInFlight(s.InFlight)
 	return m
 }
 
@@ -190,7 +199,7 @@ func onlyPerNode(p *Plan) bool {
 // entry is n's entry, with its pod create or delete added to p, if the rules decide
 // the node alone (nodeAlone) and its availability does not change with time.
 func (m *Memo) entry(v *Placement, n *nodeState, p *placed) (memoNode, bool) {
-	e := memoNode{node: n.node, verdict: n.verdict, pending: n.creating}
+	e := memoNode{node: n.node, verdict: n.verdict}
 	// What a node waits for (n.wait) only explains; with every pod current, none of
 	// it holds back a write.
 	if !nodeAlone(v, n) {
@@ -198,16 +207,13 @@ func (m *Memo) entry(v *Placement, n *nodeState, p *placed) (memoNode, bool) {
 	}
 	if len(n.pods) == 1 {
 		e.pod = n.pods[0]
-		// A pod the cache shows marked for deletion does not keep its node pending:
-		// it changes only by going, which the comparison sees.
-		e.pending = e.pending || v.deleteInFlight(e.pod)
 	}
 	writes := len(p.creates) + len(p.deletes)
 	v.placeNode(n, nil, p)
 	if len(p.events) > 0 || p.recheck > 0 || len(p.failedPodNodes) > 0 {
 		return e, false
 	}
-	e.pending = e.pending || len(p.creates)+len(p.deletes) > writes
+	e.pending = len(p.creates)+len(p.deletes) > writes
 	if v.countNode(n, &e.share) > 0 {
 		return e, false
 	}
@@ -256,9 +262,13 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	m.looked = len(changed)
 	v := &Placement{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
 	v.gen, v.hasGen = templateGeneration(ds.Annotations)
+	for uid := range s.InFlight.Deletes {
+		if _, held := m.byUID[uid]; !held {
+			return Plan{}, false // a delete in flight for a pod the memo does not hold
+		}
+	}
 	var out placed
 	m.pending = m.pending[:0]
-	deleting := 0 // pods of the changed nodes whose delete is in flight
 	for _, i := range changed {
 		e := &m.entries[i]
 		e.replaced = false
@@ -267,9 +277,6 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 		n.pods = n.one[:0]
 		if e.pod != nil {
 			n.pods = append(n.pods, e.pod)
-			if len(s.InFlight.Deletes) > 0 && s.InFlight.Deletes[e.pod.UID] {
-				deleting++
-			}
 		}
 		next, ok := m.entry(v, n, &out)
 		if !ok {
@@ -286,9 +293,7 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 			m.pending = append(m.pending, i)
 		}
 	}
-	if deleting != len(s.InFlight.Deletes) {
-		return Plan{}, false // a delete in flight for a pod the memo did not expect
-	}
+	m.keepInFlight(s.InFlight)
 	p := Plan{Hash: m.hash, Creates: out.creates, Deletes: out.deletes}
 	finishPodChanges(s, &p)
 	p.Status = nextStatus(ds, m.total, s.InFlight.Empty(), ds.Status.CollisionCount)
@@ -391,8 +396,9 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 	return changed, true
 }
 
-// begin starts a comparison (a new epoch) with the entries looked at whatever
-// changed: the pending ones and those with a create in flight.
+// begin starts a comparison (a new epoch) with the entries looked at whatever their
+// objects show: the pending ones, and those whose writes in flight are not those of
+// the last decision (a write queued, landed, failed or lapsed since).
 func (m *Memo) begin(s *Snapshot) ([]int, bool) {
 	m.epoch++
 	var changed []int
@@ -400,13 +406,51 @@ func (m *Memo) begin(s *Snapshot) ([]int, bool) {
 		changed = m.markChanged(changed, i)
 	}
 	for name := range s.InFlight.Creates {
+		if m.creates[name] {
+			continue
+		}
 		i, ok := m.byName[name]
 		if !ok {
-			return nil, false
+			return nil, false // a create in flight for a node the memo does not hold
 		}
 		changed = m.markChanged(changed, i)
 	}
+	for name := range m.creates {
+		if i, ok := m.byName[name]; ok && !s.InFlight.Creates[name] {
+			changed = m.markChanged(changed, i)
+		}
+	}
+	for uid := range s.InFlight.Deletes {
+		if !m.deletes[uid] {
+			changed = m.markHolding(changed, uid)
+		}
+	}
+	for uid := range m.deletes {
+		if !s.InFlight.Deletes[uid] {
+			changed = m.markHolding(changed, uid)
+		}
+	}
 	return changed, true
+}
+
+// markHolding marks the entry holding the pod uid changed, if there is one: a pod the
+// memo does not hold is looked at by the comparison, if it is in the snapshot at all.
+func (m *Memo) markHolding(changed []int, uid types.UID) []int {
+	if i, held := m.byUID[uid]; held {
+		return m.markChanged(changed, i)
+	}
+	return changed
+}
+
+// keepInFlight records f as the writes in flight the memo last decided with.
+func (m *Memo) keepInFlight(f InFlight) {
+	if m.creates == nil {
+		m.creates, m.deletes = map[string]bool{}, map[types.UID]bool{}
+	}
+	clear(m.creates)
+	clear(m.deletes)
+	maps.Copy(m.creates, f.Creates)
+	maps.Copy(m.deletes, f.Deletes)
 }
 
 // compareChanges is compare for a snapshot that names what changed since the memo's
