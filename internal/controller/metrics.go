@@ -20,9 +20,9 @@ type Metrics struct {
 	desired      *prometheus.GaugeVec
 	updated      *prometheus.GaugeVec
 	available    *prometheus.GaugeVec
-	progressing  *prometheus.GaugeVec
-	waiting      *prometheus.GaugeVec
-	unavailable  *prometheus.GaugeVec
+	progressing  *dsGauges
+	waiting      *dsGauges
+	unavailable  *dsGauges
 	leading      prometheus.Gauge
 	queueDepth   func() int
 	podWrites    func() int
@@ -81,18 +81,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "everynode_daemonset_available_pods",
 			Help: "Nodes with an available pod (status.numberAvailable).",
 		}, dsLabels),
-		progressing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		progressing: newDSGauges(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "everynode_daemonset_rollout_state",
 			Help: "1 for the DaemonSet's Progressing condition, by its status and reason (RollingOut, NewRevisionAvailable, Paused, a failure ...); only for DaemonSets with rollout annotations.",
-		}, append(dsLabels, "status", "reason")),
-		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, append(dsLabels, "status", "reason")), 2),
+		waiting: newDSGauges(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "everynode_daemonset_nodes_waiting",
 			Help: "Nodes where something the DaemonSet should do waits, by what it waits for (as everynode explain says: BudgetFull, NewPodNotAvailable, Paused, FailedPodBackoff ...).",
-		}, append(dsLabels, "reason")),
-		unavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, append(dsLabels, "reason")), 1),
+		unavailable: newDSGauges(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "everynode_daemonset_unavailable_pods",
 			Help: "Nodes that should run the DaemonSet's pod and have no available one, by cause (as everynode explain says: Updating, Starting, Failing, NodeNotReady, NodeShuttingDown, NodeMaintenance, Evicted, Unknown).",
-		}, append(dsLabels, "cause")),
+		}, append(dsLabels, "cause")), 1),
 		leading: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "everynode_leading",
 			Help: "1 while this replica leads (holds the Lease, or runs without leader election) and syncs DaemonSets; 0 while it stands by.",
@@ -100,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.reg = reg
 	reg.MustRegister(m.syncDuration, m.podsCreated, m.podsDeleted, m.podsUpdated, m.failedPods, m.decisions, m.desired, m.updated, m.available,
-		m.progressing, m.waiting, m.unavailable, m.leading,
+		m.progressing.vec, m.waiting.vec, m.unavailable.vec, m.leading,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "everynode_workqueue_depth",
 			Help: "DaemonSets waiting to be synced.",
@@ -139,31 +139,36 @@ func (m *Metrics) observeStatus(ds *apps.DaemonSet, s *apps.DaemonSetStatus) {
 
 // observeProgressing records the DaemonSet's Progressing condition (nil for none).
 func (m *Metrics) observeProgressing(ds *apps.DaemonSet, c *apps.DaemonSetCondition) {
-	m.progressing.DeletePartialMatch(prometheus.Labels{"namespace": ds.Namespace, "daemonset": ds.Name})
+	var series map[seriesLabels]float64
 	if c != nil {
-		m.progressing.WithLabelValues(ds.Namespace, ds.Name, string(c.Status), c.Reason).Set(1)
+		series = map[seriesLabels]float64{{string(c.Status), c.Reason}: 1}
 	}
+	m.progressing.set(ds.Namespace, ds.Name, series)
 }
 
 // observeWaiting records how many of the DaemonSet's nodes wait, by reason.
 func (m *Metrics) observeWaiting(ds *apps.DaemonSet, waiting map[daemon.Reason]int) {
-	m.waiting.DeletePartialMatch(prometheus.Labels{"namespace": ds.Namespace, "daemonset": ds.Name})
+	var series map[seriesLabels]float64
 	for reason, n := range waiting {
-		m.waiting.WithLabelValues(ds.Namespace, ds.Name, string(reason)).Set(float64(n))
+		if series == nil {
+			series = make(map[seriesLabels]float64, len(waiting))
+		}
+		series[seriesLabels{string(reason)}] = float64(n)
 	}
+	m.waiting.set(ds.Namespace, ds.Name, series)
 }
 
 // observeUnavailable records how many of the DaemonSet's nodes have no available
 // pod, by cause.
 func (m *Metrics) observeUnavailable(ds *apps.DaemonSet, causes []daemon.CauseCount) {
-	m.unavailable.DeletePartialMatch(prometheus.Labels{"namespace": ds.Namespace, "daemonset": ds.Name})
-	byCause := map[daemon.Reason]int{}
+	var series map[seriesLabels]float64
 	for _, c := range causes {
-		byCause[c.Cause] += c.Nodes
+		if series == nil {
+			series = make(map[seriesLabels]float64, len(causes))
+		}
+		series[seriesLabels{string(c.Cause)}] += float64(c.Nodes)
 	}
-	for cause, n := range byCause {
-		m.unavailable.WithLabelValues(ds.Namespace, ds.Name, string(cause)).Set(float64(n))
-	}
+	m.unavailable.set(ds.Namespace, ds.Name, series)
 }
 
 // SetLeading records whether this replica leads.
@@ -179,7 +184,7 @@ func (m *Metrics) forget(namespace, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.updated, m.available} {
 		g.DeleteLabelValues(namespace, name)
 	}
-	for _, g := range []*prometheus.GaugeVec{m.progressing, m.waiting, m.unavailable} {
-		g.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "daemonset": name})
+	for _, g := range []*dsGauges{m.progressing, m.waiting, m.unavailable} {
+		g.forget(namespace, name)
 	}
 }

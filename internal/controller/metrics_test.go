@@ -24,10 +24,10 @@ func TestMetricsFollowTheRollout(t *testing.T) {
 	h.waitFor("one pod per node", func() bool { return h.converged("agent", nodes) })
 	m := h.ctrl.metrics
 	state := func(status, reason string) float64 {
-		return testutil.ToFloat64(m.progressing.WithLabelValues(testNamespace, "agent", status, reason))
+		return testutil.ToFloat64(m.progressing.vec.WithLabelValues(testNamespace, "agent", status, reason))
 	}
 	waiting := func(reason daemon.Reason) float64 {
-		return testutil.ToFloat64(m.waiting.WithLabelValues(testNamespace, "agent", string(reason)))
+		return testutil.ToFloat64(m.waiting.vec.WithLabelValues(testNamespace, "agent", string(reason)))
 	}
 	h.waitFor("the rollout state NewRevisionAvailable", func() bool { return state("True", "NewRevisionAvailable") == 1 })
 
@@ -35,12 +35,12 @@ func TestMetricsFollowTheRollout(t *testing.T) {
 	h.waitFor("the state WaitingForPromotion, two nodes waiting for it", func() bool {
 		return state("True", string(daemon.ReasonCanaryHeld)) == 1 && waiting(daemon.ReasonCanaryHeld) == 2
 	})
-	if n := testutil.CollectAndCount(m.progressing); n != 1 {
+	if n := testutil.CollectAndCount(m.progressing.vec); n != 1 {
 		t.Errorf("%d rollout state series for one DaemonSet, want 1", n)
 	}
 
 	h.updateDaemonSet("agent", func(ds *apps.DaemonSet) { delete(ds.Annotations, daemon.AnnotationCanary) })
 	h.waitFor("done: available again, nothing waiting", func() bool {
-		return state("True", "NewRevisionAvailable") == 1 && testutil.CollectAndCount(m.waiting) == 0
+		return state("True", "NewRevisionAvailable") == 1 && testutil.CollectAndCount(m.waiting.vec) == 0
 	})
 }

@@ -54,7 +54,7 @@ func TestController_ForgetsADeletedDaemonSet(t *testing.T) {
 // metricSeries counts the per-DaemonSet series of m.
 func metricSeries(m *Metrics) int {
 	n := 0
-	for _, c := range []prometheus.Collector{m.desired, m.updated, m.available, m.progressing, m.waiting} {
+	for _, c := range []prometheus.Collector{m.desired, m.updated, m.available, m.progressing.vec, m.waiting.vec} {
 		n += testutil.CollectAndCount(c)
 	}
 	return n
