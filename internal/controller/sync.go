@@ -145,7 +145,7 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo,
 	}
 	// A decision from the memo and the changes decides again only the nodes whose
 	// objects changed: the queued creates of the others stay as they are.
-	again := map[string]bool(nil)
+	var again map[string]bool // nil: every node
 	if !lists && nodesOK && podsOK {
 		again = changedNodeNames(changedNodes, changedPods)
 	}

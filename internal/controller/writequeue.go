@@ -160,7 +160,7 @@ func (w *podWrite) decidedAgain() bool {
 func (q *writeQueue) begin(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.syncing[key] = &syncNote{left: map[string]bool{}}
+	q.syncing[key] = &syncNote{}
 }
 
 // decideAgain tells the queue which nodes the sync decides again (nil: all of them),
@@ -442,6 +442,9 @@ func (q *writeQueue) leftLocked(w *podWrite) {
 		delete(d.creates, w.node)
 	}
 	if note := q.syncing[w.key]; note != nil {
+		if note.left == nil {
+			note.left = map[string]bool{}
+		}
 		note.left[w.node] = true
 	}
 }

@@ -24,10 +24,9 @@ import (
 // one) and its writes in flight with the recorded ones, and applies the rules to the
 // changed and pending nodes only, joining nodes included. A node whose create or
 // delete stays in flight, and whose objects do not change, is not looked at again:
-// nothing the rules read of it changed. Whenever one of them
-// leaves that shape, a node is deleted, or anything but nodes, pods and writes in
-// flight changed, it makes the full decision instead: the Plan is always the one
-// Decide would make.
+// nothing the rules read of it changed. Whenever one of them leaves that shape, a
+// node is deleted, or anything but nodes, pods and writes in flight changed, it makes
+// the full decision instead: the Plan is always the one Decide would make.
 //
 // A Memo belongs to one DaemonSet and is used by one decision at a time, which may
 // update it.
@@ -454,9 +453,9 @@ func (m *Memo) keepInFlight(f InFlight) {
 }
 
 // compareChanges is compare for a snapshot that names what changed since the memo's
-// (Snapshot.Changes): it looks at the pending nodes, those with a create in flight
-// and the changed nodes and pods alone, and brings their entries up to date as
-// compare would.
+// (Snapshot.Changes): it looks at the pending nodes, those whose writes in flight
+// changed (begin) and the changed nodes and pods alone, and brings their entries up
+// to date as compare would.
 func (m *Memo) compareChanges(s *Snapshot) ([]int, bool) {
 	changed, ok := m.begin(s)
 	if !ok {
