@@ -34,6 +34,7 @@ const unknownOutcomeTTL = 30 * time.Second
 type inflight struct {
 	clock clock.PassiveClock
 	st    *states
+	views uint64 // numbers the views handed out, over every DaemonSet
 }
 
 type dsInflight struct {
@@ -43,6 +44,10 @@ type dsInflight struct {
 	// refused are pods whose in-place update the API server rejected, until when:
 	// they are replaced instead.
 	refused map[types.UID]time.Time
+	// nextLapse is no later than the earliest inflightTTL or unknownOutcomeTTL of a
+	// sent create or delete (zero: none sent): until then no write lapses.
+	nextLapse time.Time
+	shown     shownInflight
 }
 
 // inflightUpdate is an in-place update of a pod to the revision hash, waited for
@@ -83,11 +88,11 @@ func (f *inflight) expect(prev, w *podWrite) {
 	defer f.st.mu.Unlock()
 	e := f.entry(w.key)
 	if w.create == nil {
-		e.deletes[w.del.Pod.UID] = w
+		e.putDelete(w.del.Pod.UID, w)
 		return
 	}
 	if prev == nil || e.creates[w.node] == prev {
-		e.creates[w.node] = w
+		e.putCreate(w.node, w)
 	}
 }
 
@@ -101,6 +106,7 @@ func (f *inflight) sending(w *podWrite) bool {
 		return false
 	}
 	w.until = f.clock.Now().Add(inflightTTL)
+	f.lapsesAt(w)
 	return true
 }
 
@@ -125,6 +131,7 @@ func (f *inflight) unknown(w *podWrite) {
 	defer f.st.mu.Unlock()
 	if f.holdsLocked(w) {
 		w.until = minTime(w.until, f.clock.Now().Add(unknownOutcomeTTL))
+		f.lapsesAt(w)
 	}
 }
 
@@ -138,10 +145,17 @@ func (f *inflight) settle(w *podWrite) {
 	}
 	e := f.peek(w.key)
 	if w.create != nil {
-		delete(e.creates, w.node)
+		e.dropCreate(w.node)
 	} else {
-		delete(e.deletes, w.del.Pod.UID)
+		e.dropDelete(w.del.Pod.UID)
 	}
+}
+
+// lapsesAt brings the nextLapse of w's DaemonSet forward to w's expiry; the caller
+// holds the states' lock and w is in flight.
+func (f *inflight) lapsesAt(w *podWrite) {
+	e := f.peek(w.key)
+	e.nextLapse = minTime(e.nextLapse, w.until)
 }
 
 // minTime is the earlier of two expiries, where a queued write's (zero) never comes.
@@ -157,7 +171,7 @@ func (f *inflight) createDone(key, node string) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	if e := f.peek(key); e != nil {
-		delete(e.creates, node)
+		e.dropCreate(node)
 	}
 }
 
@@ -167,11 +181,13 @@ func (f *inflight) deleteDone(key string, uid types.UID) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	if e := f.peek(key); e != nil {
-		delete(e.deletes, uid)
+		e.dropDelete(uid)
 	}
 }
 
-// view returns a copy of a DaemonSet's outstanding writes, dropping expired ones.
+// view returns a DaemonSet's outstanding writes, dropping lapsed ones, numbered and
+// with the changes since the last view named (see shownInflight). Its maps stay the
+// caller's until the next view of the DaemonSet.
 func (f *inflight) view(key string) daemon.InFlight {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
@@ -180,27 +196,9 @@ func (f *inflight) view(key string) daemon.InFlight {
 		return daemon.InFlight{}
 	}
 	now := f.clock.Now()
-	var out daemon.InFlight
-	for node, w := range e.creates {
-		if lapsed(w, now) {
-			delete(e.creates, node)
-			continue
-		}
-		if out.Creates == nil {
-			out.Creates = make(map[string]bool, len(e.creates))
-		}
-		out.Creates[node] = true
-	}
-	for uid, w := range e.deletes {
-		if lapsed(w, now) {
-			delete(e.deletes, uid)
-			continue
-		}
-		if out.Deletes == nil {
-			out.Deletes = make(map[types.UID]bool, len(e.deletes))
-		}
-		out.Deletes[uid] = true
-	}
+	e.lapse(now)
+	f.views++
+	out := e.shown.next(e, f.views)
 	for uid, u := range e.updates {
 		if now.After(u.until) {
 			delete(e.updates, uid)
@@ -212,6 +210,28 @@ func (f *inflight) view(key string) daemon.InFlight {
 		out.Updates[uid] = true
 	}
 	return out
+}
+
+// lapse drops the sent writes waited for long enough, once one may have.
+func (e *dsInflight) lapse(now time.Time) {
+	if e.nextLapse.IsZero() || !now.After(e.nextLapse) {
+		return
+	}
+	e.nextLapse = time.Time{}
+	for node, w := range e.creates {
+		if lapsed(w, now) {
+			e.dropCreate(node)
+		} else if !w.until.IsZero() {
+			e.nextLapse = minTime(e.nextLapse, w.until)
+		}
+	}
+	for uid, w := range e.deletes {
+		if lapsed(w, now) {
+			e.dropDelete(uid)
+		} else if !w.until.IsZero() {
+			e.nextLapse = minTime(e.nextLapse, w.until)
+		}
+	}
 }
 
 // lapsed reports whether a sent write has been waited for long enough; a queued one

@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,20 +112,143 @@ func TestInflight_UnobservedWritesExpireAfterTTL(t *testing.T) {
 	}
 }
 
-func TestInflight_ViewIsACopyAndForgetDropsAll(t *testing.T) {
+func TestInflight_HiddenCreatesComeBackAndForgetDropsAll(t *testing.T) {
 	f, _ := newTestInflight()
 	queueCreate(f, "ns/a", "node-0")
+	queueCreate(f, "ns/a", "node-1")
 	queueDelete(f, "ns/a", "pod-1")
+	f.view("ns/a")
 	v := f.view("ns/a")
-	delete(v.Creates, "node-0")
-	v.Deletes["pod-9"] = true
-	if v := f.view("ns/a"); !v.Creates["node-0"] || v.Deletes["pod-9"] {
-		t.Errorf("changing a view changed the tracker: %+v", v)
+	f.hideCreates("ns/a", &v, []string{"node-0"})
+	if v.Creates["node-0"] || !v.Creates["node-1"] || v.Changes == nil || !slices.Contains(v.Changes.Creates, "node-0") {
+		t.Fatalf("after hiding node-0: view = %+v, changes %+v; want node-1 alone, node-0 named", v, v.Changes)
+	}
+	if v := f.view("ns/a"); !v.Creates["node-0"] || !v.Deletes["pod-1"] || v.Changes == nil || !slices.Contains(v.Changes.Creates, "node-0") {
+		t.Errorf("the next view: %+v, changes %+v; want node-0's create back, and named", v, v.Changes)
 	}
 	f.st.forget("ns/a")
 	if v := f.view("ns/a"); !v.Empty() {
 		t.Errorf("after forget: view = %+v, want empty", v)
 	}
+}
+
+// Over random histories of one DaemonSet's writes, every view shows exactly the
+// writes in flight the tables hold, none of them lapsed, and names every node and pod
+// whose write started or ended since the view before (as that view was left, nodes
+// hidden included): what a Memo relies on to look at nothing else.
+func TestInflight_ViewsNameEveryChange(t *testing.T) {
+	const key = "ns/a"
+	views, named := 0, 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0))
+		f, clock := newTestInflight()
+		var writes []*podWrite
+		var last daemon.InFlight // as the last view was left, copied
+		some := func() *podWrite { return writes[r.IntN(len(writes))] }
+		for step := range 400 {
+			switch k := r.IntN(12); {
+			case k == 0:
+				writes = append(writes, queueCreate(f, key, fmt.Sprintf("node-%d", r.IntN(12))))
+			case k == 1:
+				writes = append(writes, queueDelete(f, key, types.UID(fmt.Sprintf("pod-%d", r.IntN(12)))))
+			case k == 2 && len(writes) > 0:
+				if prev := some(); prev.create != nil { // decided again: a new record takes its place
+					w := testCreate(key, prev.node, WriteRank{})
+					f.expect(prev, w)
+					writes = append(writes, w)
+				}
+			case k == 3 && len(writes) > 0:
+				f.sending(some())
+			case k == 4 && len(writes) > 0:
+				f.unknown(some())
+			case k == 5 && len(writes) > 0:
+				f.settle(some())
+			case k == 6:
+				f.createDone(key, fmt.Sprintf("node-%d", r.IntN(12)))
+			case k == 7:
+				f.deleteDone(key, types.UID(fmt.Sprintf("pod-%d", r.IntN(12))))
+			case k == 8:
+				clock.Step(time.Duration(r.IntN(120)) * time.Second)
+			case k >= 9:
+				v := f.view(key)
+				views++
+				checkView(t, f, key, v, last, fmt.Sprintf("seed %d step %d", seed, step))
+				if v.Changes != nil {
+					named += len(v.Changes.Creates) + len(v.Changes.Deletes)
+				}
+				if r.IntN(3) == 0 && len(v.Creates) > 0 {
+					nodes := slices.Collect(maps.Keys(v.Creates))
+					f.hideCreates(key, &v, nodes[:1+r.IntN(len(nodes))])
+				}
+				last = daemon.InFlight{Creates: maps.Clone(v.Creates), Deletes: maps.Clone(v.Deletes), At: v.At}
+			}
+		}
+	}
+	if views < 1000 || named < views {
+		t.Errorf("%d views naming %d changes: the histories no longer exercise the views", views, named)
+	}
+}
+
+// checkView checks v, the view that follows last, against f's tables.
+func checkView(t *testing.T, f *inflight, key string, v, last daemon.InFlight, at string) {
+	t.Helper()
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	e := f.peek(key)
+	if e == nil { // nothing written yet
+		if !v.Empty() || v.At != 0 {
+			t.Fatalf("%s: a view of no writes: %+v", at, v)
+		}
+		return
+	}
+	now := f.clock.Now()
+	want := daemon.InFlight{Creates: map[string]bool{}, Deletes: map[types.UID]bool{}}
+	for node, w := range e.creates {
+		if lapsed(w, now) {
+			t.Fatalf("%s: the create on %s lapsed and is still held", at, node)
+		}
+		want.Creates[node] = true
+	}
+	for uid, w := range e.deletes {
+		if lapsed(w, now) {
+			t.Fatalf("%s: the delete of %s lapsed and is still held", at, uid)
+		}
+		want.Deletes[uid] = true
+	}
+	if !maps.Equal(v.Creates, want.Creates) || !maps.Equal(v.Deletes, want.Deletes) {
+		t.Fatalf("%s: view %v %v, tables %v %v", at, v.Creates, v.Deletes, want.Creates, want.Deletes)
+	}
+	if last.At == 0 {
+		return
+	}
+	if v.Changes == nil || v.Changes.Since != last.At {
+		t.Fatalf("%s: view %d names no changes since view %d: %+v", at, v.At, last.At, v.Changes)
+	}
+	for node := range symmetricDifference(last.Creates, v.Creates) {
+		if !slices.Contains(v.Changes.Creates, node) {
+			t.Fatalf("%s: the create on %s started or ended unnamed (named: %v)", at, node, v.Changes.Creates)
+		}
+	}
+	for uid := range symmetricDifference(last.Deletes, v.Deletes) {
+		if !slices.Contains(v.Changes.Deletes, uid) {
+			t.Fatalf("%s: the delete of %s started or ended unnamed (named: %v)", at, uid, v.Changes.Deletes)
+		}
+	}
+}
+
+func symmetricDifference[K comparable](a, b map[K]bool) map[K]bool {
+	out := map[K]bool{}
+	for k := range a {
+		if !b[k] {
+			out[k] = true
+		}
+	}
+	for k := range b {
+		if !a[k] {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 func TestInflight_UnknownOutcomeIsWaitedForBriefly(t *testing.T) {

@@ -149,9 +149,7 @@ func (c *Controller) snapshot(ds *apps.DaemonSet, key string, memo *daemon.Memo,
 	if !lists && nodesOK && podsOK {
 		again = changedNodeNames(changedNodes, changedPods)
 	}
-	for _, node := range c.writes.decideAgain(key, again) {
-		delete(inflight.Creates, node)
-	}
+	c.inflight.hideCreates(key, &inflight, c.writes.decideAgain(key, again))
 	revisions, err := c.revLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing controller revisions from cache: %w", err)

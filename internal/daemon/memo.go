@@ -21,7 +21,8 @@ import (
 // whether the rules wrote for the node (pending), and the writes in flight it decided
 // with. DecideWith then finds what changed by comparing the snapshot's objects with the
 // recorded ones by identity (a cache replaces an object that changes, it never edits
-// one) and its writes in flight with the recorded ones, and applies the rules to the
+// one) and its writes in flight with the recorded ones (only those the snapshot names
+// as changed, when it numbers them: InFlight.Changes), and applies the rules to the
 // changed and pending nodes only, joining nodes included. A node whose create or
 // delete stays in flight, and whose objects do not change, is not looked at again:
 // nothing the rules read of it changed. Whenever one of them leaves that shape, a
@@ -47,11 +48,13 @@ type Memo struct {
 	byName  map[string]int
 	pending []int // the entries looked at on every decision
 	// creates and deletes are the writes in flight of the last decision (the
-	// snapshot's InFlight, copied): a node whose writes in flight differ is looked at.
-	creates map[string]bool
-	deletes map[types.UID]bool
-	total   counts // the sum of the entries' shares
-	epoch   uint32 // marks the entries seen by the current comparison
+	// snapshot's InFlight, copied), numbered inflightAt: a node whose writes in
+	// flight differ is looked at.
+	creates    map[string]bool
+	deletes    map[types.UID]bool
+	inflightAt uint64
+	total      counts // the sum of the entries' shares
+	epoch      uint32 // marks the entries seen by the current comparison
 	// unavailable counts the entries whose pod, of the current revision, is not
 	// available: on a settled RollingUpdate those nodes wait for it.
 	unavailable int
@@ -401,35 +404,68 @@ func (m *Memo) compare(s *Snapshot) ([]int, bool) {
 func (m *Memo) begin(s *Snapshot) ([]int, bool) {
 	m.epoch++
 	var changed []int
+	ok := true
 	for _, i := range m.pending {
 		changed = m.markChanged(changed, i)
 	}
-	for name := range s.InFlight.Creates {
-		if m.creates[name] {
-			continue
+	f := s.InFlight
+	if c := m.inflightChanges(f); c != nil {
+		for _, name := range c.Creates {
+			if changed, ok = m.markCreate(changed, name, f.Creates[name]); !ok {
+				return nil, false
+			}
 		}
-		i, ok := m.byName[name]
-		if !ok {
-			return nil, false // a create in flight for a node the memo does not hold
+		for _, uid := range c.Deletes {
+			if f.Deletes[uid] != m.deletes[uid] {
+				changed = m.markHolding(changed, uid)
+			}
 		}
-		changed = m.markChanged(changed, i)
+		return changed, true
+	}
+	for name := range f.Creates {
+		if changed, ok = m.markCreate(changed, name, true); !ok {
+			return nil, false
+		}
 	}
 	for name := range m.creates {
-		if i, ok := m.byName[name]; ok && !s.InFlight.Creates[name] {
-			changed = m.markChanged(changed, i)
+		if !f.Creates[name] {
+			changed, _ = m.markCreate(changed, name, false)
 		}
 	}
-	for uid := range s.InFlight.Deletes {
+	for uid := range f.Deletes {
 		if !m.deletes[uid] {
 			changed = m.markHolding(changed, uid)
 		}
 	}
 	for uid := range m.deletes {
-		if !s.InFlight.Deletes[uid] {
+		if !f.Deletes[uid] {
 			changed = m.markHolding(changed, uid)
 		}
 	}
 	return changed, true
+}
+
+// inflightChanges returns what f names as changed since the writes in flight the
+// memo last decided with, or nil when it cannot say: then every write is compared.
+func (m *Memo) inflightChanges(f InFlight) *InFlightChanges {
+	if c := f.Changes; c != nil && m.inflightAt != 0 && c.Since == m.inflightAt {
+		return c
+	}
+	return nil
+}
+
+// markCreate marks the entry of node changed when whether a create is in flight for
+// it (now) differs from the last decision. It fails on a create in flight for a node
+// the memo does not hold.
+func (m *Memo) markCreate(changed []int, node string, now bool) ([]int, bool) {
+	if now == m.creates[node] {
+		return changed, true
+	}
+	i, ok := m.byName[node]
+	if !ok {
+		return changed, !now
+	}
+	return m.markChanged(changed, i), true
 }
 
 // markHolding marks the entry holding the pod uid changed, if there is one: a pod the
@@ -441,8 +477,20 @@ func (m *Memo) markHolding(changed []int, uid types.UID) []int {
 	return changed
 }
 
-// keepInFlight records f as the writes in flight the memo last decided with.
+// keepInFlight records f as the writes in flight the memo last decided with: the
+// named changes alone when begin went by them, else a whole copy.
 func (m *Memo) keepInFlight(f InFlight) {
+	c := m.inflightChanges(f)
+	m.inflightAt = f.At
+	if c != nil {
+		for _, name := range c.Creates {
+			setOrDelete(m.creates, name, f.Creates[name])
+		}
+		for _, uid := range c.Deletes {
+			setOrDelete(m.deletes, uid, f.Deletes[uid])
+		}
+		return
+	}
 	if m.creates == nil {
 		m.creates, m.deletes = map[string]bool{}, map[types.UID]bool{}
 	}
@@ -450,6 +498,15 @@ func (m *Memo) keepInFlight(f InFlight) {
 	clear(m.deletes)
 	maps.Copy(m.creates, f.Creates)
 	maps.Copy(m.deletes, f.Deletes)
+}
+
+// setOrDelete holds k in set exactly when in is true.
+func setOrDelete[K comparable](set map[K]bool, k K, in bool) {
+	if in {
+		set[k] = true
+	} else {
+		delete(set, k)
+	}
 }
 
 // compareChanges is compare for a snapshot that names what changed since the memo's

@@ -277,10 +277,17 @@ func TestDecideWithMemoMatchesDecide(t *testing.T) {
 // cacheLog plays a caller that counts its caches' changes: it names, by identity,
 // the nodes and pods that differ from those of the snapshot it last saw, and now
 // and then a few that did not change (Changes may name more than changed).
+//
+// It numbers the writes in flight likewise: the nodes and pods whose write started or
+// ended since the last snapshot's, and now and then one that did not.
 type cacheLog struct {
 	at    Position
 	nodes map[string]*v1.Node
 	pods  map[types.UID]*v1.Pod
+
+	inflightAt uint64
+	creates    map[string]bool
+	deletes    map[types.UID]bool
 }
 
 func (l *cacheLog) record(s *Snapshot, r *rand.Rand) {
@@ -316,13 +323,42 @@ func (l *cacheLog) record(s *Snapshot, r *rand.Rand) {
 	l.at = Position{Nodes: l.at.Nodes + 1, Pods: l.at.Pods + 1}
 	l.nodes, l.pods = nodes, pods
 	s.At, s.Changes = l.at, ch
+
+	f := &s.InFlight
+	fc := &InFlightChanges{Since: l.inflightAt}
+	for _, name := range changedKeys(l.creates, f.Creates, r) {
+		fc.Creates = append(fc.Creates, name)
+	}
+	for _, uid := range changedKeys(l.deletes, f.Deletes, r) {
+		fc.Deletes = append(fc.Deletes, uid)
+	}
+	l.inflightAt++
+	l.creates, l.deletes = maps.Clone(f.Creates), maps.Clone(f.Deletes)
+	f.At, f.Changes = l.inflightAt, fc
+}
+
+// changedKeys returns the keys in exactly one of before and now, and now and then
+// one in both.
+func changedKeys[K comparable](before, now map[K]bool, r *rand.Rand) []K {
+	var out []K
+	for k := range now {
+		if !before[k] || r.IntN(10) == 0 {
+			out = append(out, k)
+		}
+	}
+	for k := range before {
+		if !now[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Over the same random histories, a Memo given the changes since its snapshot makes
 // the Plan Decide makes too, and takes the short way as often as one that compares
 // everything.
 func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
-	fast, fromChanges, total := 0, 0, 0
+	fast, fromChanges, byInflightChanges, total := 0, 0, 0, 0
 	for seed := uint64(1); seed <= 200; seed++ {
 		c := newMemoCluster(seed)
 		var m *Memo
@@ -332,6 +368,15 @@ func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
 			cl.record(c.s, c.r)
 			if c.r.IntN(20) == 0 {
 				c.s.Changes.From.Nodes-- // a log the caller could not keep: everything is compared
+			}
+			switch c.r.IntN(20) {
+			case 0:
+				c.s.InFlight.Changes.Since-- // writes numbered apart from the memo's
+			case 1:
+				c.s.InFlight.Changes = nil
+			}
+			if m != nil && m.inflightChanges(c.s.InFlight) != nil {
+				byInflightChanges++
 			}
 			prev := m
 			var got Plan
@@ -366,9 +411,11 @@ func TestDecideWithMemoChangesMatchesDecide(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d decisions taken from the memo, %d of them by DecideFromMemo without the lists", fast, total, fromChanges)
-	if fast < total/6 || fromChanges < fast/4 {
-		t.Errorf("only %d of %d decisions used the memo, %d without the lists; the simulation no longer exercises it", fast, total, fromChanges)
+	t.Logf("%d of %d decisions taken from the memo, %d of them by DecideFromMemo without the lists; %d offered the memo the writes in flight that changed",
+		fast, total, fromChanges, byInflightChanges)
+	if fast < total/6 || fromChanges < fast/4 || byInflightChanges < fast/2 {
+		t.Errorf("only %d of %d decisions used the memo, %d without the lists, %d offered the changed writes in flight; the simulation no longer exercises it",
+			fast, total, fromChanges, byInflightChanges)
 	}
 }
 
@@ -453,6 +500,40 @@ func TestDecideWithMemoSeesEveryWriteInFlight(t *testing.T) {
 	got, _ := DecideWith(&next, m)
 	if want := Decide(&next); !cmp.Equal(want, got, planCmp...) {
 		t.Errorf("with a delete in flight the memo did not plan: %s", cmp.Diff(want, got, planCmp...))
+	}
+}
+
+// A memo given the writes in flight that changed (InFlight.Changes) looks at those
+// nodes alone, and keeps count of them: a delete that ends unseen (it failed) is
+// planned again, after a decision that saw it start.
+func TestDecideWithMemoFollowsNamedWritesInFlight(t *testing.T) {
+	ds := newDS("agent", withNodeSelector("pool", "a"))
+	s := snap(ds, []*v1.Node{newNode("node-a", withLabels("pool", "a")), newNode("node-b", withLabels("pool", "b"))},
+		newPod(ds, "agent-a", "node-a"), newPod(ds, "agent-b", "node-b"))
+	patch, err := TemplatePatch(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Revisions = []*apps.ControllerRevision{newRevision(ds, ds.Name+"-"+hashOf(ds), hashOf(ds), patch, 1)}
+	misplaced := s.Pods[1].UID
+	s.InFlight = InFlight{At: 1}
+	p, m := DecideWith(s, nil)
+	if len(p.Deletes) != 1 || p.Deletes[0].Pod.UID != misplaced || m == nil {
+		t.Fatalf("the full decision is not what this test is about: %+v (memo %v)", p, m != nil)
+	}
+	for i, f := range []InFlight{
+		{Deletes: map[types.UID]bool{misplaced: true}, At: 2, Changes: &InFlightChanges{Since: 1, Deletes: []types.UID{misplaced}}},
+		{At: 3, Changes: &InFlightChanges{Since: 2, Deletes: []types.UID{misplaced}}},
+		{At: 4, Changes: &InFlightChanges{Since: 3}},
+	} {
+		s.InFlight = f
+		got, next := DecideWith(s, m)
+		if want := Decide(s); !cmp.Equal(want, got, planCmp...) {
+			t.Fatalf("step %d: %s", i, cmp.Diff(want, got, planCmp...))
+		}
+		if next != m {
+			t.Fatalf("step %d: the memo was dropped", i)
+		}
 	}
 }
 

@@ -75,6 +75,22 @@ type InFlight struct {
 	Deletes map[types.UID]bool
 	// Updates holds the UIDs of pods updated in place but still seen as before.
 	Updates map[types.UID]bool
+
+	// At numbers these writes for a caller that keeps track of how they change
+	// (0: not numbered), and Changes, when set, names what may differ from the
+	// writes numbered Changes.Since: a Memo that decided with those looks at the
+	// named nodes and pods alone instead of comparing every write in flight.
+	At      uint64
+	Changes *InFlightChanges
+}
+
+// InFlightChanges names the nodes whose create and the pods whose delete may have
+// started or ended since an earlier InFlight. It may name more than changed, never
+// fewer.
+type InFlightChanges struct {
+	Since   uint64 // the earlier InFlight's At
+	Creates []string
+	Deletes []types.UID
 }
 
 // Empty reports whether no write is outstanding.
