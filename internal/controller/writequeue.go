@@ -313,6 +313,19 @@ func mergeWrites(a, b []*podWrite) []*podWrite {
 	return append(append(out, a...), b...)
 }
 
+// deleteFirst reports whether lane l of d hands out its first delete rather than its
+// first create: the one queued first (compareWrites), the delete when they tie, the
+// delete too when d's creates must wait for its batch.
+func deleteFirst(l *lane, d *dsWrites) bool {
+	switch {
+	case len(l.deletes) == 0:
+		return false
+	case len(l.creates) == 0 || d.taken >= d.batch:
+		return true
+	}
+	return compareWrites(l.creates[0], l.deletes[0]) >= 0
+}
+
 func compareWrites(a, b *podWrite) int {
 	return cmp.Or(a.rank.Since.Compare(b.rank.Since), cmp.Compare(a.queuedAt, b.queuedAt), cmp.Compare(a.node, b.node))
 }
@@ -422,7 +435,7 @@ func (q *writeQueue) popLocked() *podWrite {
 	best.served = q.tick
 	bestDS.out++
 	var w *podWrite
-	if len(best.deletes) > 0 {
+	if deleteFirst(best, bestDS) {
 		w, best.deletes = best.deletes[0], best.deletes[1:]
 	} else {
 		w, best.creates = best.creates[0], best.creates[1:]

@@ -115,12 +115,29 @@ func TestWriteQueue_Order(t *testing.T) {
 			want: []string{"delete ns/x b", "delete ns/x a"},
 		},
 		{
-			name: "within a DaemonSet and level: deletes first",
+			name: "within a DaemonSet and level: the write queued first, create or delete",
 			adds: [][]*podWrite{
 				{testCreate("ns/x", "a", plain)},
-				{testDelete("ns/x", "b", later)},
+				{testDelete("ns/x", "b", plain)},
+				{testCreate("ns/x", "a", plain), testCreate("ns/x", "c", plain)},
+			},
+			want: []string{"create ns/x a", "delete ns/x b", "create ns/x c"},
+		},
+		{
+			name: "within a DaemonSet and level: a delete before a create queued with it",
+			adds: [][]*podWrite{
+				{testDelete("ns/x", "b", plain)},
+				{testCreate("ns/x", "a", plain)},
 			},
 			want: []string{"delete ns/x b", "create ns/x a"},
+		},
+		{
+			name: "within a DaemonSet and level: the node waiting longest, create or delete",
+			adds: [][]*podWrite{
+				{testDelete("ns/x", "b", later)},
+				{testCreate("ns/x", "a", plain)},
+			},
+			want: []string{"create ns/x a", "delete ns/x b"},
 		},
 		{
 			name: "a critical delete before plain creates",
