@@ -45,26 +45,26 @@ func (s *shownInflight) next(e *dsInflight, at uint64) daemon.InFlight {
 		clear(s.changedDeletes)
 		return daemon.InFlight{Creates: s.creates, Deletes: s.deletes, At: at}
 	}
-	ch := &daemon.InFlightChanges{Since: since}
-	for node := range s.changedCreates {
-		if _, in := e.creates[node]; in {
-			s.creates[node] = true
-		} else {
-			delete(s.creates, node)
-		}
-		ch.Creates = append(ch.Creates, node)
-	}
-	for uid := range s.changedDeletes {
-		if _, in := e.deletes[uid]; in {
-			s.deletes[uid] = true
-		} else {
-			delete(s.deletes, uid)
-		}
-		ch.Deletes = append(ch.Deletes, uid)
-	}
-	clear(s.changedCreates)
-	clear(s.changedDeletes)
+	ch := &daemon.InFlightChanges{Since: since,
+		Creates: refresh(s.creates, e.creates, s.changedCreates),
+		Deletes: refresh(s.deletes, e.deletes, s.changedDeletes)}
 	return daemon.InFlight{Creates: s.creates, Deletes: s.deletes, At: at, Changes: ch}
+}
+
+// refresh brings the shown keys that changed up to table, forgets them as changed,
+// and returns them.
+func refresh[K comparable](shown map[K]bool, table map[K]*podWrite, changed map[K]struct{}) []K {
+	out := make([]K, 0, len(changed))
+	for k := range changed {
+		if _, in := table[k]; in {
+			shown[k] = true
+		} else {
+			delete(shown, k)
+		}
+		out = append(out, k)
+	}
+	clear(changed)
+	return out
 }
 
 func (s *shownInflight) createChanged(node string) {
