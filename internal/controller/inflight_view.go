@@ -67,18 +67,16 @@ func refresh[K comparable](shown map[K]bool, table map[K]*podWrite, changed map[
 	return out
 }
 
-func (s *shownInflight) createChanged(node string) {
-	if s.changedCreates == nil {
-		s.changedCreates = map[string]struct{}{}
-	}
-	s.changedCreates[node] = struct{}{}
-}
+func (s *shownInflight) createChanged(node string) { mark(&s.changedCreates, node) }
 
-func (s *shownInflight) deleteChanged(uid types.UID) {
-	if s.changedDeletes == nil {
-		s.changedDeletes = map[types.UID]struct{}{}
+func (s *shownInflight) deleteChanged(uid types.UID) { mark(&s.changedDeletes, uid) }
+
+// mark adds k to the set, making the set if there is none.
+func mark[K comparable](set *map[K]struct{}, k K) {
+	if *set == nil {
+		*set = map[K]struct{}{}
 	}
-	s.changedDeletes[uid] = struct{}{}
+	(*set)[k] = struct{}{}
 }
 
 // putCreate, dropCreate, putDelete and dropDelete are the only changes of the
