@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	apps "k8s.io/api/apps/v1"
@@ -33,13 +34,19 @@ func bigCluster(name string, o Options) scenario {
 	return scenario{name: name, title: title, nodes: n,
 		prepare: func(r *runCtx) error {
 			t0 := time.Now()
+			var created atomic.Int64
+			stop := r.every(func(waited time.Duration) string {
+				return fmt.Sprintf("%d of %d workload pods created, %v", created.Load(), pods, waited)
+			})
 			err := parallel(r.ctx, pods, 32, func(ctx context.Context, i int) error {
 				_, err := r.sb.Client.CoreV1().Pods(Namespace).Create(ctx, workloadPod(i, nodesim.NodeNamePrefix+strconv.Itoa(i%n)), metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
+				if err == nil || apierrors.IsAlreadyExists(err) {
+					created.Add(1)
 					return nil
 				}
 				return err
 			})
+			stop()
 			if err != nil {
 				return fmt.Errorf("creating the workload pods: %w", err)
 			}
@@ -103,18 +110,24 @@ func workloadPod(i int, node string) *v1.Pod {
 
 // waitPodsRunning waits until want workload pods are Running.
 func waitPodsRunning(ctx context.Context, r *runCtx, want int, timeout time.Duration) error {
+	var running atomic.Int64
+	stop := r.every(func(waited time.Duration) string {
+		return fmt.Sprintf("%d of %d workload pods running, %v", running.Load(), want, waited)
+	})
+	defer stop()
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := r.sb.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelWorkload, ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
 		}
-		running := 0
+		n := 0
 		for i := range list.Items {
 			if list.Items[i].Status.Phase == v1.PodRunning {
-				running++
+				n++
 			}
 		}
-		return running >= want, nil
+		running.Store(int64(n))
+		return n >= want, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %d workload pods to run: %w", want, err)
@@ -144,12 +157,18 @@ func adoptWorkload(r *runCtx, want int) error {
 	if _, err := r.sb.Client.AppsV1().ReplicaSets(Namespace).Create(r.ctx, rs, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the workload's ReplicaSet: %w", err)
 	}
+	var adopted atomic.Int64
+	stop := r.every(func(waited time.Duration) string {
+		return fmt.Sprintf("%d of %d workload pods adopted by ReplicaSet %s, %v", adopted.Load(), want, workloadName, waited)
+	})
+	defer stop()
 	err := wait.PollUntilContextTimeout(r.ctx, 2*time.Second, r.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := r.sb.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelWorkload, ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
 		}
 		owned := 0
+		defer func() { adopted.Store(int64(owned)) }()
 		for i := range list.Items {
 			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "ReplicaSet" {
 				owned++

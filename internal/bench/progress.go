@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -12,6 +13,22 @@ const progressEvery = 15 * time.Second
 // available against those wanted (as their status shows; for the floor controller,
 // which writes no status, the first DaemonSet still short, as its pods show it).
 func (r *runCtx) reportProgress(what string, wants map[string]dsWant) (stop func()) {
+	return r.every(func(waited time.Duration) string {
+		if r.ctrl != nil && r.ctrl.Name == Floor {
+			if short := r.w.podsShort(wants); len(short) > 0 {
+				return fmt.Sprintf("%s, %v: %s", what, waited, short[0])
+			}
+			return ""
+		}
+		p := r.w.progress(wants)
+		return fmt.Sprintf("%s, %v: %d of %d DaemonSets converged; pods updated %d, available %d, of %d", what, waited,
+			p.converged, len(wants), p.updated, p.available, p.wanted)
+	})
+}
+
+// every logs what says, given the time waited so far, every progressEvery until the
+// returned stop is called; an empty string logs nothing.
+func (r *runCtx) every(says func(waited time.Duration) string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		start := time.Now()
@@ -25,16 +42,9 @@ func (r *runCtx) reportProgress(what string, wants map[string]dsWant) (stop func
 				return
 			case <-tick.C:
 			}
-			waited := time.Since(start).Round(time.Second)
-			if r.ctrl != nil && r.ctrl.Name == Floor {
-				if short := r.w.podsShort(wants); len(short) > 0 {
-					r.logf("%s, %v: %s", what, waited, short[0])
-				}
-				continue
+			if msg := says(time.Since(start).Round(time.Second)); msg != "" {
+				r.logf("%s", msg)
 			}
-			p := r.w.progress(wants)
-			r.logf("%s, %v: %d of %d DaemonSets converged; pods updated %d, available %d, of %d", what, waited,
-				p.converged, len(wants), p.updated, p.available, p.wanted)
 		}
 	}()
 	return func() { close(done) }
