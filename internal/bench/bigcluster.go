@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -108,26 +109,24 @@ func workloadPod(i int, node string) *v1.Pod {
 	}
 }
 
-// waitPodsRunning waits until want workload pods are Running.
+// waitPodsRunning waits until all want workload pods, created before, are Running.
+// It lists only those not Running yet (a field selector): a list of every pod of a
+// big cluster every few seconds would keep the API server it waits on busy.
 func waitPodsRunning(ctx context.Context, r *runCtx, want int, timeout time.Duration) error {
 	var running atomic.Int64
 	stop := r.every(func(waited time.Duration) string {
 		return fmt.Sprintf("%d of %d workload pods running, %v", running.Load(), want, waited)
 	})
 	defer stop()
+	notRunning := fields.OneTermNotEqualSelector("status.phase", string(v1.PodRunning)).String()
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		list, err := r.sb.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelWorkload, ResourceVersion: "0"})
+		list, err := r.sb.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labelWorkload, FieldSelector: notRunning, ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
 		}
-		n := 0
-		for i := range list.Items {
-			if list.Items[i].Status.Phase == v1.PodRunning {
-				n++
-			}
-		}
-		running.Store(int64(n))
-		return n >= want, nil
+		running.Store(int64(want - len(list.Items)))
+		return len(list.Items) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %d workload pods to run: %w", want, err)
@@ -162,7 +161,8 @@ func adoptWorkload(r *runCtx, want int) error {
 		return fmt.Sprintf("%d of %d workload pods adopted by ReplicaSet %s, %v", adopted.Load(), want, workloadName, waited)
 	})
 	defer stop()
-	err := wait.PollUntilContextTimeout(r.ctx, 2*time.Second, r.o.Timeout, true, func(ctx context.Context) (bool, error) {
+	// Every pod is listed, so not too often.
+	err := wait.PollUntilContextTimeout(r.ctx, 10*time.Second, r.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := r.sb.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelWorkload, ResourceVersion: "0"})
 		if err != nil {
 			return false, nil
