@@ -14,56 +14,31 @@ func TestSyncBatcher(t *testing.T) {
 		do      func()
 		advance time.Duration
 		want    time.Duration
-		ask     bool // false: the delayed sync asked for before is soon enough
 	}{
-		{want: 0, ask: true}, // never synced: at once
-		{do: func() { b.started("ns/a") }, want: 100 * time.Millisecond, ask: true},
-		{advance: 30 * time.Millisecond, want: 70 * time.Millisecond},                                              // the one asked for 70ms from now
-		{advance: 69 * time.Millisecond, want: time.Millisecond},                                                   // still ahead
-		{advance: time.Millisecond, want: 0, ask: true},                                                            // the period is over
-		{do: func() { b.started("ns/a") }, advance: 10 * time.Millisecond, want: 90 * time.Millisecond, ask: true}, // a new period
-		{advance: 89 * time.Millisecond, want: time.Millisecond},
-		{advance: time.Hour, want: 0, ask: true},
-		{do: func() { b.started("ns/a") }, advance: 99 * time.Millisecond, want: time.Millisecond, ask: true},
-		{do: func() { b.st.forget("ns/a") }, want: 0, ask: true},
+		{want: 0}, // never synced: at once
+		{do: func() { b.started("ns/a") }, want: 100 * time.Millisecond},
+		{advance: 30 * time.Millisecond, want: 70 * time.Millisecond},
+		{advance: 70 * time.Millisecond, want: 0}, // the period is over
+		{advance: time.Hour, want: 0},
+		{do: func() { b.started("ns/a") }, advance: 99 * time.Millisecond, want: time.Millisecond},
+		{do: func() { b.st.forget("ns/a") }, want: 0},
 	}
 	for i, s := range steps {
 		if s.do != nil {
 			s.do()
 		}
 		clock.SetTime(clock.Now().Add(s.advance))
-		if got, ask := b.delay("ns/a"); got != s.want || ask != s.ask {
-			t.Errorf("step %d: delay = %v, %v; want %v, %v", i, got, ask, s.want, s.ask)
+		if got := b.delay("ns/a"); got != s.want {
+			t.Errorf("step %d: delay = %v, want %v", i, got, s.want)
 		}
 	}
-	if got, ask := b.delay("ns/other"); got != 0 || !ask {
-		t.Errorf("another DaemonSet: delay = %v, %v; want 0, true", got, ask)
+	if got := b.delay("ns/other"); got != 0 {
+		t.Errorf("another DaemonSet waits %v, want 0", got)
 	}
 	off := newSyncBatcher(0, clock, newStates())
 	off.started("ns/a")
-	if got, ask := off.delay("ns/a"); got != 0 || !ask {
-		t.Errorf("with no period: delay = %v, %v; want 0, true", got, ask)
-	}
-}
-
-// A sync started before the delayed one asked for may have taken its place (the queue
-// keeps one delayed add of a key, the earliest, and a retry adds one sooner): the
-// events after it ask again.
-func TestSyncBatcher_EventsAfterASyncStartedAskAgain(t *testing.T) {
-	clock := clocktesting.NewFakePassiveClock(time.Now())
-	b := newSyncBatcher(100*time.Millisecond, clock, newStates())
-	b.started("ns/a")
-	clock.SetTime(clock.Now().Add(10 * time.Millisecond))
-	if d, ask := b.delay("ns/a"); d != 90*time.Millisecond || !ask {
-		t.Fatalf("first event: delay = %v, %v; want 90ms, true", d, ask)
-	}
-	b.started("ns/a") // 90ms before the delayed one
-	clock.SetTime(clock.Now().Add(10 * time.Millisecond))
-	if d, ask := b.delay("ns/a"); d != 90*time.Millisecond || !ask {
-		t.Errorf("event after the sync started: delay = %v, %v; want 90ms, true", d, ask)
-	}
-	if d, ask := b.delay("ns/a"); ask {
-		t.Errorf("the next event asked for another sync in %v, want none", d)
+	if got := off.delay("ns/a"); got != 0 {
+		t.Errorf("with no period: delay = %v, want 0", got)
 	}
 }
 

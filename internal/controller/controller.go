@@ -204,9 +204,14 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 	// A status held while the DaemonSet's pod writes were busy is written by the
 	// sync that their drain asks for, spaced like the syncs pod events ask for.
 	c.writes.idle = func(key string) {
-		if c.pace.drained(key) {
-			c.enqueueKeyBatched(key)
+		if !c.pace.drained(key) {
+			return
 		}
+		if d := c.batch.delay(key); d > 0 {
+			c.queue.AddAfter(key, d)
+			return
+		}
+		c.queue.Add(key)
 	}
 	c.metrics.queueDepth = c.queue.Len
 	c.metrics.podWrites = c.writes.len

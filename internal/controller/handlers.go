@@ -23,23 +23,15 @@ func (c *Controller) enqueue(ds *apps.DaemonSet) {
 	c.queue.Add(cache.MetaObjectToName(ds).String())
 }
 
-// enqueueBatched asks for a sync of ds that the sync batcher spaces out.
+// enqueueBatched asks for a sync of ds that the sync batcher spaces out: at once
+// after a quiet period, else when the period since the last sync ends.
 func (c *Controller) enqueueBatched(ds *apps.DaemonSet) {
-	c.enqueueKeyBatched(cache.MetaObjectToName(ds).String())
-}
-
-// enqueueKeyBatched asks for a sync of key that the sync batcher spaces out: at once
-// after a quiet period, else when the period since the last sync ends, unless one is
-// already asked for by then.
-func (c *Controller) enqueueKeyBatched(key string) {
-	d, ask := c.batch.delay(key)
-	switch {
-	case !ask:
-	case d > 0:
+	key := cache.MetaObjectToName(ds).String()
+	if d := c.batch.delay(key); d > 0 {
 		c.queue.AddAfter(key, d)
-	default:
-		c.queue.Add(key)
+		return
 	}
+	c.queue.Add(key)
 }
 
 // unwrap returns the object of a delete notification, which may be a tombstone.

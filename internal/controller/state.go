@@ -25,11 +25,8 @@ type dsState struct {
 	elig     cachedEligibility
 	memo     *daemon.Memo
 	lastSync time.Time
-	// batchedFor is when the delayed sync the batcher asked for since lastSync
-	// starts (zero: none asked for).
-	batchedFor time.Time
-	pace       paceState
-	written    ownWrite
+	pace     paceState
+	written  ownWrite
 }
 
 // states holds the dsState of every DaemonSet by key. One lock guards them all; the
