@@ -190,12 +190,12 @@ func adoptWorkload(r *runCtx, want int) error {
 			return false, nil
 		}
 		owned := 0
-		defer func() { adopted.Store(int64(owned)) }()
 		for i := range list.Items {
 			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.Kind == "ReplicaSet" {
 				owned++
 			}
 		}
+		adopted.Store(int64(owned))
 		if len(list.Items) > want {
 			return false, fmt.Errorf("the ReplicaSet made pods of its own: %d workload pods, want %d", len(list.Items), want)
 		}
