@@ -31,7 +31,8 @@
 // the simulator resumes each pod where its stored status says it is.
 //
 // Load: each node costs one Lease update per LeaseInterval, and each pod two or
-// three status writes over its life (plus two per crash under restart-every), so
+// three status writes over its life (one fewer with no ready delay, which it
+// starts Running; plus two per crash under restart-every), so
 // the client given to New needs a rate limit to match (5,000 nodes renew 500
 // leases a second at the default interval); client-go's default of 5 QPS is far
 // too low.

@@ -108,7 +108,9 @@ func decidePod(in podInput, now time.Time) podDecision {
 // then the back-off (doubling from backoff after each crash, up to
 // maxCrashLoopBackOff), as the kubelet restarts it.
 func schedule(b Behaviour, backoff, elapsed time.Duration) (podStage, int32, time.Duration) {
-	if elapsed < b.ReadyAfter {
+	// Without a ready delay a pod runs at once, even while elapsed is below zero
+	// because its start was rounded up to the next second.
+	if b.ReadyAfter > 0 && elapsed < b.ReadyAfter {
 		return stagePending, 0, b.ReadyAfter - elapsed
 	}
 	if b.EndPhase != "" {

@@ -96,6 +96,11 @@ func TestDecidePod(t *testing.T) {
 			want: want{phase: v1.PodPending, requeue: 1700 * time.Millisecond},
 		},
 		{
+			name: "no ready delay: Running and Ready on the first write, between two seconds",
+			beh:  Behaviour{}, at: []time.Duration{300 * time.Millisecond},
+			want: want{phase: v1.PodRunning, ready: true},
+		},
+		{
 			name: "ready delay passed: Running and Ready",
 			beh:  Behaviour{ReadyAfter: sec}, at: []time.Duration{0, sec},
 			want: want{phase: v1.PodRunning, ready: true},
@@ -440,6 +445,8 @@ func TestSchedule(t *testing.T) {
 	}{
 		{"pending until the ready delay", Behaviour{ReadyAfter: 2 * sec}, backoff, sec, stagePending, 0, sec},
 		{"running after it, nothing to wait for", Behaviour{ReadyAfter: 2 * sec}, backoff, 2 * sec, stageRunning, 0, 0},
+		{"no ready delay: running before the rounded-up start", Behaviour{}, backoff, -700 * time.Millisecond, stageRunning, 0, 0},
+		{"no ready delay, crash loop: the first run lasts from the start", Behaviour{RestartEvery: 10 * sec}, backoff, -700 * time.Millisecond, stageRunning, 0, 10*sec + 700*time.Millisecond},
 		{"end phase after the delay", Behaviour{ReadyAfter: 2 * sec, EndPhase: v1.PodFailed}, backoff, 2 * sec, stageEnded, 0, 0},
 		// Without a back-off: each run lasts 10s, each pause the 1s recovery.
 		{"crash loop: first run", crash, 0, 5 * sec, stageRunning, 0, 7 * sec},
