@@ -52,7 +52,9 @@ Scenarios (--scenarios, in this order; all but burst by default):
              bound by a plain client before the controller starts, then adopted
              by a ReplicaSet), then
              --big-daemonsets DaemonSets: the controller's peak memory with every pod
-             of the cluster in its cache
+             of the cluster in its cache. All its pods run on the simulator's
+             first status write (sim.everynode.dev/ready-after: 0s), which halves
+             the writes the sandbox's API server must keep up with
   burst      --burst-nodes nodes × 20 DaemonSets (a CNI agent of priority class
              system-node-critical that every node's readiness waits for, nine more
              tolerating every taint, the first of them a storage agent gating new

@@ -94,10 +94,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // createDaemonSets creates count DaemonSets (ds-0 …) meant for every one of nodes
 // and returns what each must converge to.
-func (r *runCtx) createDaemonSets(count, nodes int) (map[string]dsWant, error) {
+func (r *runCtx) createDaemonSets(count, nodes int, edits ...func(*apps.DaemonSet)) (map[string]dsWant, error) {
 	wants := map[string]dsWant{}
 	for i := range count {
-		ds, err := r.createDaemonSet(daemonSet(fmt.Sprintf("ds-%d", i)))
+		ds := daemonSet(fmt.Sprintf("ds-%d", i))
+		for _, edit := range edits {
+			edit(ds)
+		}
+		ds, err := r.createDaemonSet(ds)
 		if err != nil {
 			return nil, err
 		}
