@@ -276,8 +276,11 @@ func New(ctx context.Context, client kubernetes.Interface, factory informers.Sha
 // waits for the workers to finish their current sync.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
-	c.events.StartStructuredLogging(3)
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	if logger.V(3).Enabled() { // the verbosity is fixed at start: a watcher that logs nothing costs a wakeup per event
+		c.events.StartStructuredLogging(3)
+	}
+	// Timed as client-go's recorder times its correlation: by the wall clock.
+	startEventSink(ctx, c.events, &typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, clock.RealClock{})
 	defer c.events.Shutdown()
 	defer c.queue.ShutDown()
 

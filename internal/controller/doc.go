@@ -23,6 +23,11 @@
 // made with its first entry and forgotten in one place, Controller.forget, with the
 // DaemonSet's queued writes and metrics.
 //
+// Events go out as kube-controller-manager's do, through client-go's broadcaster
+// and its correlation rules, sent by event_sink.go and correlated by
+// event_correlate.go, which works out a repeated event's patch only when the spam
+// filter lets it through.
+//
 // Around the sync: leadership and the write fence (leader.go, fence.go: no write
 // unless this replica surely leads), another DaemonSet controller noticed and stood
 // down from (probe.go, foreign.go, standdown.go), metrics and the health server
