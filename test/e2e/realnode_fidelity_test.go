@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/everynode/everynode/internal/nodesim"
@@ -250,12 +251,17 @@ func waitBothSettled(t *testing.T, client kubernetes.Interface, ns string, settl
 // updateTemplate changes the DaemonSet agent's pod template.
 func updateTemplate(t *testing.T, client kubernetes.Interface, ns string, change func(*v1.PodTemplateSpec)) {
 	t.Helper()
-	ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), "agent", metav1.GetOptions{})
+	// The controller writes the DaemonSet's status meanwhile: read it again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), "agent", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(&ds.Spec.Template)
+		_, err = client.AppsV1().DaemonSets(ns).Update(context.Background(), ds, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	change(&ds.Spec.Template)
-	if _, err := client.AppsV1().DaemonSets(ns).Update(context.Background(), ds, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,14 +40,7 @@ func TestTakeoverFromUpstreamRestartsNoPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSettled(t, client, ns, "agent", 1)
-	current, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), "agent", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.9"
-	if _, err := client.AppsV1().DaemonSets(ns).Update(context.Background(), current, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setAgent(t, client, ns, "agent", func(c *v1.Container) { c.Image = "registry.k8s.io/pause:3.9" })
 	waitSettled(t, client, ns, "agent", 2)
 	before := objectVersions(t, client, ns)
 	stop()
