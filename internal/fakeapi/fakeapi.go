@@ -105,6 +105,7 @@ func Install(cs *fake.Clientset, o Options) *API {
 	cs.PrependReactor("*", "*", a.store)
 	cs.PrependReactor("*", "*", a.semantics)
 	cs.PrependReactor("*", "*", a.inject)
+	copyAddedOnWatches(cs)
 	return a
 }
 
