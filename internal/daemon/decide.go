@@ -135,7 +135,7 @@ func decide(s *Snapshot) (Plan, *decision) {
 	if d.settled && d.update != nil {
 		cond, concluded = d.update.update(pl.counts, &p)
 	}
-	finishPodChanges(s, &p)
+	finishPodChanges(s, &p, nil)
 
 	// Status and history's tail.
 	p.PruneRevisions = hp.prune(ds, claimed)
@@ -194,7 +194,7 @@ func decideUpdate(s *Snapshot) (Plan, *decision) {
 			p.Conditions = conditionsChange(ds, cond, &p)
 		}
 	}
-	finishPodChanges(s, &p)
+	finishPodChanges(s, &p, nil)
 	p.RequeueAfter = d.requeueAfter()
 	p.Waiting = d.waitCounts()
 	p.Unavailable = pl.unavailable()
@@ -275,8 +275,9 @@ func (d *decision) waitOf(i int) (Reason, time.Time) {
 }
 
 // finishPodChanges orders the pod changes deterministically, applies the per-sync
-// caps, and attaches the template new pods are made from.
-func finishPodChanges(s *Snapshot, p *Plan) {
+// caps, and attaches the template new pods are made from: made, when the caller
+// made it before, else a new one.
+func finishPodChanges(s *Snapshot, p *Plan, made *v1.PodTemplateSpec) {
 	slices.SortStableFunc(p.Creates, func(a, b PodCreate) int { return cmp.Compare(a.Node, b.Node) })
 	slices.SortStableFunc(p.Deletes, func(a, b PodDelete) int { return cmp.Compare(a.Pod.Name, b.Pod.Name) })
 	p.Deletes = slices.CompactFunc(p.Deletes, func(a, b PodDelete) bool { return a.Pod == b.Pod })
@@ -298,7 +299,10 @@ func finishPodChanges(s *Snapshot, p *Plan) {
 		})
 	}
 	if len(p.Creates) > 0 {
-		p.Template = PodTemplate(s.DaemonSet, p.Hash)
+		if made == nil {
+			made = PodTemplate(s.DaemonSet, p.Hash)
+		}
+		p.Template = made
 	}
 }
 

@@ -41,6 +41,9 @@ type Memo struct {
 	elig        *Eligibility
 	hash        string
 	surge       bool
+	// template is the one new pods are made from, once a decision made it: it
+	// depends only on what the memo must match (the spec, annotations and hash).
+	template *v1.PodTemplateSpec
 
 	entries []memoNode // one per node
 	byNode  map[*v1.Node]int
@@ -297,7 +300,10 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	}
 	m.keepInFlight(s.InFlight)
 	p := Plan{Hash: m.hash, Creates: out.creates, Deletes: out.deletes}
-	finishPodChanges(s, &p)
+	finishPodChanges(s, &p, m.template)
+	if p.Template != nil {
+		m.template = p.Template
+	}
 	p.Status = nextStatus(ds, m.total, s.InFlight.Empty(), ds.Status.CollisionCount)
 	// As the full decision's update stage would say: on a settled RollingUpdate, with
 	// every pod current, the nodes whose pod is not available wait for it.
