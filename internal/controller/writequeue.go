@@ -231,11 +231,24 @@ func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(
 		expect(prev, w)
 		keep = append(keep, w)
 	}
+	// The queued creates decided again and not replaced are dropped. A sync that
+	// decided a few nodes again looks those up rather than the whole queue.
 	var dropped []*podWrite
-	for node, w := range d.creates {
-		if !replaced[w] && note.covers(node) {
+	drop := func(w *podWrite) {
+		if w != nil && !replaced[w] {
 			dropped = append(dropped, w)
 			replaced[w] = true
+		}
+	}
+	if !note.all && len(note.nodes) < len(d.creates) {
+		for node := range note.nodes {
+			drop(d.creates[node])
+		}
+	} else {
+		for node, w := range d.creates {
+			if note.covers(node) {
+				drop(w)
+			}
 		}
 	}
 	if len(replaced) > 0 {

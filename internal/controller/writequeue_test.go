@@ -601,3 +601,29 @@ func TestWriteQueue_SyncDecidesSomeNodesAgain(t *testing.T) {
 		t.Errorf("then sent %v, want %v: c and d as they were queued, then e", got, want)
 	}
 }
+
+// A sync that decides a few nodes of a long queue again drops the creates of those
+// nodes alone that its Plan does not ask for again.
+func TestWriteQueue_SyncDecidesFewNodesOfALongQueueAgain(t *testing.T) {
+	q := newWriteQueue()
+	r := WriteRank{}
+	var queued []*podWrite
+	for _, node := range []string{"a", "b", "c", "d", "e", "f"} {
+		queued = append(queued, testCreate("ns/x", node, r))
+	}
+	q.replaceCreates("ns/x", queued, noExpect)
+
+	q.begin("ns/x")
+	again := q.decideAgain("ns/x", map[string]bool{"b": true, "d": true, "g": true})
+	if slices.Sort(again); !slices.Equal(again, []string{"b", "d"}) {
+		t.Fatalf("decided again: %v, want b and d, queued, of the changed nodes", again)
+	}
+	// b's node no longer runs the pod; d is asked for again; g joined.
+	dropped := q.replaceCreates("ns/x", []*podWrite{testCreate("ns/x", "d", r), testCreate("ns/x", "g", r)}, noExpect)
+	if len(dropped) != 1 || dropped[0].node != "b" {
+		t.Errorf("dropped %v, want b's create alone", dropped)
+	}
+	if got, want := drain(q), []string{"create ns/x a", "create ns/x c", "create ns/x d", "create ns/x e", "create ns/x f", "create ns/x g"}; !slices.Equal(got, want) {
+		t.Errorf("then sent %v, want %v: the others as they were queued, d in its place, then g", got, want)
+	}
+}
