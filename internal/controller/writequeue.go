@@ -232,7 +232,7 @@ func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(
 		keep = append(keep, w)
 	}
 	// The queued creates decided again and not replaced are dropped. A sync that
-	// decided a few nodes again looks those up rather than the whole queue.
+	// decided some nodes again looks those up rather than walking the whole queue.
 	var dropped []*podWrite
 	drop := func(w *podWrite) {
 		if w != nil && !replaced[w] {
@@ -240,15 +240,13 @@ func (q *writeQueue) replaceCreates(key string, writes []*podWrite, expect func(
 			replaced[w] = true
 		}
 	}
-	if !note.all && len(note.nodes) < len(d.creates) {
-		for node := range note.nodes {
-			drop(d.creates[node])
+	if note.all {
+		for _, w := range d.creates {
+			drop(w)
 		}
 	} else {
-		for node, w := range d.creates {
-			if note.covers(node) {
-				drop(w)
-			}
+		for node := range note.nodes {
+			drop(d.creates[node])
 		}
 	}
 	if len(replaced) > 0 {
