@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/everynode/everynode/internal/nodesim"
@@ -170,7 +169,7 @@ func TestRealNodeFidelity(t *testing.T) {
 			case sc.then != nil:
 				first := waitBothSettled(t, client, ns, running)
 				rec := recordPods(t, client, ns)
-				updateTemplate(t, client, ns, sc.then)
+				setTemplate(t, client, ns, "agent", sc.then)
 				second := waitBothSettled(t, client, ns, sc.settled)
 				facts := map[string]map[string]string{}
 				for node, pod := range second {
@@ -246,24 +245,6 @@ func waitBothSettled(t *testing.T, client kubernetes.Interface, ns string, settl
 		return len(byKind) == 2, nil
 	})
 	return byKind
-}
-
-// updateTemplate changes the DaemonSet agent's pod template.
-func updateTemplate(t *testing.T, client kubernetes.Interface, ns string, change func(*v1.PodTemplateSpec)) {
-	t.Helper()
-	// The controller writes the DaemonSet's status meanwhile: read it again on a conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), "agent", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&ds.Spec.Template)
-		_, err = client.AppsV1().DaemonSets(ns).Update(context.Background(), ds, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // podFacts are what the API shows of a pod, each field rendered so that two nodes

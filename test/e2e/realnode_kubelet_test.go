@@ -314,12 +314,19 @@ func createAgent(t *testing.T, client kubernetes.Interface, ds *apps.DaemonSet) 
 // setAgent changes the DaemonSet's container, retrying on conflicts.
 func setAgent(t *testing.T, client kubernetes.Interface, ns, name string, change func(*v1.Container)) {
 	t.Helper()
+	setTemplate(t, client, ns, name, func(tpl *v1.PodTemplateSpec) { change(&tpl.Spec.Containers[0]) })
+}
+
+// setTemplate changes the pod template of DaemonSet name, reading it again when the
+// controller's status write got there first.
+func setTemplate(t *testing.T, client kubernetes.Interface, ns, name string, change func(*v1.PodTemplateSpec)) {
+	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ds, err := client.AppsV1().DaemonSets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		change(&ds.Spec.Template.Spec.Containers[0])
+		change(&ds.Spec.Template)
 		_, err = client.AppsV1().DaemonSets(ns).Update(context.Background(), ds, metav1.UpdateOptions{})
 		return err
 	})
