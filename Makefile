@@ -95,11 +95,15 @@ vet-sandbox:
 # controller) at 100 nodes and the big cluster at 100 nodes and 1,000 pods of no
 # DaemonSet. (create-5, surge and steady are not run here.) Each with
 # kube-controller-manager's DaemonSet controller and with everynode, on fresh
-# sandboxes; fails if any run fails. About ten minutes after the build.
+# sandboxes; fails if any run fails, or if the churn's profiles of everynode and the
+# floor (--profile-dir) were not saved. About ten minutes after the build.
 bench-smoke: build
 	bin/everynode bench --scenarios create,rolling,in-place,burst --nodes 100 --burst-nodes 50 --burst-add 20 --json bin/bench-smoke.json
+	rm -rf bin/bench-smoke-profiles
 	bin/everynode bench --kube-api-qps 0 --scenarios churn,big-cluster \
 		--churn-nodes 100 --churn-rate 10 --churn-duration 10s --churn-add-nodes 20 \
-		--big-nodes 100 --big-pods 1000
+		--big-nodes 100 --big-pods 1000 --profile-dir bin/bench-smoke-profiles
+	test -s bin/bench-smoke-profiles/churn-everynode-heap.pprof
+	test -s bin/bench-smoke-profiles/churn-floor-heap.pprof
 	bin/everynode bench model --nodes 200,400 --churn-rate 50 --churn-duration 4s \
 		--json bin/bench-model-smoke.json --svg bin/bench-model-smoke.svg

@@ -133,7 +133,7 @@ sizes; the first build of everynode takes much longer.`,
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest wait for any one convergence before the run fails.")
 	fs.StringVar(&o.WorkDir, "work-dir", o.WorkDir, "Directory for the sandboxes' data and logs (default: the system's temporary directory). Removed afterwards unless --keep.")
 	fs.BoolVar(&o.Keep, "keep", o.Keep, "Keep the sandboxes' data directories and logs (sandbox.log, logs/, controller-*.log).")
-	fs.StringVar(&o.ProfileDir, "profile-dir", o.ProfileDir, "Save CPU profiles of everynode's controller over each scenario run to this directory, in consecutive 10 s chunks (<scenario>-everynode-NNN.pprof; `go tool pprof` merges them), and a heap profile at the end of each run (<scenario>-everynode-heap.pprof).")
+	fs.StringVar(&o.ProfileDir, "profile-dir", o.ProfileDir, "Save CPU profiles of everynode's controller, and of the floor's, over each scenario run to this directory, in consecutive 10 s chunks (<scenario>-<controller>-NNN.pprof; `go tool pprof` merges them), and a heap profile at the end of each run (<scenario>-<controller>-heap.pprof). Upstream's is not profiled.")
 	fs.StringArrayVar(&o.EveryNodeArgs, "everynode-arg", o.EveryNodeArgs, "A flag added to everynode's controller command line (repeat for more), to try its settings: --everynode-arg=--sync-batch-period=50ms. The line above the table names them.")
 	fs.BoolVar(&o.ByResource, "by-resource", o.ByResource, "Also print the measured phase's API requests by verb and resource.")
 	fs.StringVar(&o.JSONPath, "json", o.JSONPath, "Also write the results to this file as JSON (raw values: seconds, bytes, counts; each unit named), for scripts that compare runs.")

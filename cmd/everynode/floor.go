@@ -3,17 +3,19 @@
 package main
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/everynode/everynode/internal/bench/floorctl"
+	"github.com/everynode/everynode/internal/controller"
 )
 
 // newFloorCommand runs the benchmark's floor controller (internal/bench/floorctl), which
 // `everynode bench` starts in a child process of its own.
 func newFloorCommand() *cobra.Command {
-	var kubeconfig string
+	var kubeconfig, profilingAddr string
 	var qps float32
 	var burst, workers int
 	cmd := &cobra.Command{
@@ -41,6 +43,13 @@ func newFloorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if profilingAddr != "" {
+				srv, err := controller.Listen(profilingAddr, prometheus.NewRegistry(), func() bool { return true }, true, nil)
+				if err != nil {
+					return err
+				}
+				go func() { _ = srv.Serve(cmd.Context()) }()
+			}
 			return c.Run(cmd.Context())
 		},
 	}
@@ -49,5 +58,6 @@ func newFloorCommand() *cobra.Command {
 	fs.Float32Var(&qps, "kube-api-qps", 20, "Client requests a second; 0 or negative lifts the limit.")
 	fs.IntVar(&burst, "kube-api-burst", 30, "Client burst above --kube-api-qps.")
 	fs.IntVar(&workers, "workers", 16, "Nodes synced at a time.")
+	fs.StringVar(&profilingAddr, "profiling-addr", "", "Serve Go's profiles under /debug/pprof/ on this address, such as 127.0.0.1:6060 (empty: none).")
 	return cmd
 }

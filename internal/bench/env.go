@@ -242,9 +242,9 @@ func (c *ControllerProcess) Stop() { c.stop() }
 // runs through the component machinery the sandbox uses for --controller=upstream;
 // everynode's as `everynode controller`. Both sync two DaemonSets at a time (their
 // defaults) and neither elects a leader. The floor controller runs as `everynode
-// floor-controller`, 16 nodes at a time. A non-empty pprofAddr makes everynode's
-// serve Go's profiles there (upstream's is not profiled); everynodeArgs are added to
-// everynode's command line.
+// floor-controller`, 16 nodes at a time. A non-empty pprofAddr makes everynode or the
+// floor serve Go's profiles there (upstream's is not profiled); everynodeArgs are
+// added to everynode's command line.
 func StartController(ctx context.Context, name, binary, kubeconfig string, qps float32, burst int, logPath, pprofAddr string, everynodeArgs []string) (*ControllerProcess, error) {
 	q := strconv.FormatFloat(float64(qps), 'f', -1, 32)
 	if qps <= 0 {
@@ -277,7 +277,11 @@ func StartController(ctx context.Context, name, binary, kubeconfig string, qps f
 		args = append(args, everynodeArgs...)
 		return startChild(binary, logPath, name, args...)
 	case Floor:
-		return startChild(binary, logPath, name, "floor-controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b)
+		args := []string{"floor-controller", "--kubeconfig", kubeconfig, "--kube-api-qps", q, "--kube-api-burst", b}
+		if pprofAddr != "" {
+			args = append(args, "--profiling-addr", pprofAddr)
+		}
+		return startChild(binary, logPath, name, args...)
 	}
 	return nil, fmt.Errorf("unknown controller %q", name)
 }

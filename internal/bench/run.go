@@ -57,8 +57,9 @@ type Options struct {
 	WorkDir       string
 	Keep          bool
 	ByResource    bool
-	// ProfileDir, if set, receives CPU profiles of everynode's controller over
-	// each scenario run and a heap profile at its end (see startProfiler).
+	// ProfileDir, if set, receives CPU profiles of everynode's controller and of
+	// the floor's over each scenario run and a heap profile at its end (see
+	// startProfiler).
 	ProfileDir string
 	// EveryNodeArgs are added to the command line of everynode's controller (for
 	// trying its flags; the default is none).
@@ -385,7 +386,7 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 	}
 	defer r.proxy.Close()
 	pprofAddr := ""
-	if r.o.ProfileDir != "" && ctrl == EveryNode {
+	if r.o.ProfileDir != "" && ctrl != Upstream {
 		if err := os.MkdirAll(r.o.ProfileDir, 0o755); err != nil {
 			return fmt.Errorf("creating --profile-dir: %w", err)
 		}
