@@ -267,11 +267,9 @@ func (m *Memo) decide(s *Snapshot) (Plan, bool) {
 	m.looked = len(changed)
 	v := &Placement{ds: ds, hash: m.hash, now: s.Now, inflight: s.InFlight, elig: m.elig, surge: m.surge}
 	v.gen, v.hasGen = templateGeneration(ds.Annotations)
-	for uid := range s.InFlight.Deletes {
-		if _, held := m.byUID[uid]; !held {
-			return Plan{}, false // a delete in flight for a pod the memo does not hold
-		}
-	}
+	// A delete in flight for a pod the memo does not hold (gone, finished and marked
+	// for deletion, or no longer ours) is one the full decision places nowhere either:
+	// only the deletes of the pods on the nodes looked at again count.
 	var out placed
 	m.pending = m.pending[:0]
 	for _, i := range changed {

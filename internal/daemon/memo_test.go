@@ -649,3 +649,46 @@ func TestMemoLookedWhilePodTerminates(t *testing.T) {
 		t.Error("a new memo beside a finished pod of an older template")
 	}
 }
+
+// A delete in flight for a pod the memo no longer holds — the cache shows the pod
+// gone, or finished and marked for deletion, before the delete's end is recorded —
+// changes nothing the full decision places: the memo keeps deciding, and plans what
+// Decide plans.
+func TestMemoKeepsDecidingWithADeleteInFlightForAPodItDoesNotHold(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seen func(s *Snapshot, pod *v1.Pod) // what the cache shows of pod
+	}{
+		{"the pod gone", func(s *Snapshot, _ *v1.Pod) { s.Pods = s.Pods[:2] }},
+		{"the pod finished and marked for deletion", func(s *Snapshot, pod *v1.Pod) {
+			finished := pod.DeepCopy()
+			finished.Status.Phase = v1.PodSucceeded
+			terminating()(finished)
+			s.Pods = append(slices.Clone(s.Pods[:2]), finished)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := servedSnapshot(t, nodes("a", "b", "c"), 3)
+			_, m := DecideWith(s, nil)
+			if m == nil {
+				t.Fatal("no memo for a settled DaemonSet")
+			}
+			s.Nodes = slices.Clone(s.Nodes)
+			s.Nodes[2] = s.Nodes[2].DeepCopy()
+			withTaint("maintenance", v1.TaintEffectNoExecute)(s.Nodes[2])
+			if p := mustDecideWith(t, s, m); len(p.Deletes) != 1 {
+				t.Fatalf("the tainted node's pod is not deleted: %+v", p)
+			}
+			pod := s.Pods[2]
+			s.InFlight = InFlight{Deletes: map[types.UID]bool{pod.UID: true}}
+			tc.seen(s, pod)
+			got, next := DecideWith(s, m)
+			if want := Decide(s); !cmp.Equal(want, got, planCmp...) {
+				t.Errorf("the memo's plan differs from Decide's: %s", cmp.Diff(want, got, planCmp...))
+			}
+			if next != m {
+				t.Error("the memo was dropped")
+			}
+		})
+	}
+}
