@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -308,20 +309,31 @@ func (q *writeQueue) addLocked(d *dsWrites, writes []*podWrite) {
 }
 
 // mergeWrites merges b into a, both in order (compareWrites); a's writes go first
-// among equals.
+// among equals. It may append to a's array (a lane owns its slices).
+//
+// A sync's new writes are numbered after every queued one (queuedAt), so they usually
+// all go last: then they are appended, and a sync costs what it adds, not the length
+// of the backlog it joins. Otherwise each new write finds its place by a binary
+// search, and the queued writes between two places are copied as a block.
 func mergeWrites(a, b []*podWrite) []*podWrite {
 	if len(b) == 0 {
 		return a
 	}
-	out := make([]*podWrite, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if compareWrites(b[0], a[0]) < 0 {
-			out, b = append(out, b[0]), b[1:]
-		} else {
-			out, a = append(out, a[0]), a[1:]
-		}
+	if len(a) == 0 || compareWrites(a[len(a)-1], b[0]) <= 0 {
+		return append(a, b...)
 	}
-	return append(append(out, a...), b...)
+	out := make([]*podWrite, 0, len(a)+len(b))
+	for _, w := range b {
+		i, _ := slices.BinarySearchFunc(a, w, func(q, w *podWrite) int {
+			if compareWrites(q, w) <= 0 {
+				return -1 // q goes before w, also when they tie
+			}
+			return 1
+		})
+		out = append(append(out, a[:i]...), w)
+		a = a[i:]
+	}
+	return append(out, a...)
 }
 
 // deleteFirst reports whether lane l of d hands out its first delete rather than its
@@ -337,8 +349,17 @@ func deleteFirst(l *lane, d *dsWrites) bool {
 	return compareWrites(l.creates[0], l.deletes[0]) >= 0
 }
 
+// compareWrites orders the writes of one lane: the node that has waited longest,
+// then the write queued first, then by node name. Each key is compared only when the
+// ones before it tie: the queue compares on every sync that adds writes.
 func compareWrites(a, b *podWrite) int {
-	return cmp.Or(a.rank.Since.Compare(b.rank.Since), cmp.Compare(a.queuedAt, b.queuedAt), cmp.Compare(a.node, b.node))
+	if c := a.rank.Since.Compare(b.rank.Since); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.queuedAt, b.queuedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.node, b.node)
 }
 
 func (d *dsWrites) lane(rank WriteRank) *lane {
@@ -447,14 +468,23 @@ func (q *writeQueue) popLocked() *podWrite {
 	bestDS.out++
 	var w *podWrite
 	if deleteFirst(best, bestDS) {
-		w, best.deletes = best.deletes[0], best.deletes[1:]
+		w, best.deletes = popFront(best.deletes)
 	} else {
-		w, best.creates = best.creates[0], best.creates[1:]
+		w, best.creates = popFront(best.creates)
 		bestDS.taken++
 		bestDS.open++
 		q.leftLocked(w)
 	}
 	return w
+}
+
+// popFront takes the first write off a lane's slice, clearing its slot: the array
+// is appended to again (mergeWrites), and a write handed out must not stay reachable
+// from it.
+func popFront(ws []*podWrite) (*podWrite, []*podWrite) {
+	w := ws[0]
+	ws[0] = nil
+	return w, ws[1:]
 }
 
 // leftLocked notes that a queued create leaves the queue, sent or dropped.

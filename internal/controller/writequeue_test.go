@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -625,5 +626,55 @@ func TestWriteQueue_SyncDecidesFewNodesOfALongQueueAgain(t *testing.T) {
 	}
 	if got, want := drain(q), []string{"create ns/x a", "create ns/x c", "create ns/x d", "create ns/x e", "create ns/x f", "create ns/x g"}; !slices.Equal(got, want) {
 		t.Errorf("then sent %v, want %v: the others as they were queued, d in its place, then g", got, want)
+	}
+}
+
+// mergeWrites must give what a stable sort of the queued writes followed by the new
+// ones gives: the lane's order, the queued write first among equals. The cases mix
+// new writes that all go last (appended) with new writes that go between queued ones
+// (a replaced create keeps its place, a node that waited longer goes first), and
+// queued slices with room to append into.
+func TestMergeWritesIsAStableMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	write := func(maxQueued uint64) *podWrite {
+		w := testCreate("ns/ds", fmt.Sprintf("n%d", rng.IntN(4)), WriteRank{Since: t0.Add(time.Duration(rng.IntN(3)) * time.Second)})
+		w.queuedAt = rng.Uint64N(maxQueued)
+		return w
+	}
+	for c := range 2000 {
+		queued := make([]*podWrite, rng.IntN(12), 12+rng.IntN(12))
+		for i := range queued {
+			queued[i] = write(6)
+		}
+		added := make([]*podWrite, rng.IntN(6))
+		last := c%2 == 0 // every new write numbered after the queued ones
+		for i := range added {
+			if last {
+				added[i] = write(3)
+				added[i].queuedAt += 6
+				added[i].rank.Since = t0.Add(2 * time.Second)
+			} else {
+				added[i] = write(9)
+			}
+		}
+		slices.SortStableFunc(queued, compareWrites)
+		slices.SortStableFunc(added, compareWrites)
+		want := slices.SortedStableFunc(slices.Values(slices.Concat(queued, added)), compareWrites)
+		got := mergeWrites(slices.Clone(queued), added)
+		if !slices.Equal(got, want) { // by identity: ties keep the queued write first
+			t.Fatalf("case %d: merging %v into %v gave %v, want %v", c, added, queued, got, want)
+		}
+	}
+}
+
+// A write handed out leaves no reference in the lane's array, which later merges
+// append to.
+func TestPopFrontClearsTheSlot(t *testing.T) {
+	a, b := testCreate("ns/ds", "a", WriteRank{}), testCreate("ns/ds", "b", WriteRank{})
+	lane := []*podWrite{a, b}
+	arr := lane
+	w, rest := popFront(lane)
+	if w != a || len(rest) != 1 || rest[0] != b || arr[0] != nil {
+		t.Fatalf("popFront gave %v and %v, array now %v; want a, [b], and a's slot cleared", w, rest, arr)
 	}
 }
