@@ -63,6 +63,7 @@ func TestSettledPodIsTheControllersPodBound(t *testing.T) {
 	hash := daemon.TemplateHash(&ds.Spec.Template, nil)
 	want := daemon.PodForNode(ds, daemon.PodTemplate(ds, hash), "sim-node-7")
 	want.Spec.NodeName = "sim-node-7"
+	metav1.SetMetaDataAnnotation(&want.ObjectMeta, nodesim.AnnotationReadyAfter, "0s")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settled pod differs from the controller's pod, bound (-want +got):\n%s", diff)
 	}
@@ -78,6 +79,9 @@ func TestSettledPodIsTheControllersPodBound(t *testing.T) {
 	}
 	if got.Spec.PriorityClassName != controller.SystemNodeCritical {
 		t.Errorf("CNI pod's priority class %q", got.Spec.PriorityClassName)
+	}
+	if _, ok := template.Annotations[nodesim.AnnotationReadyAfter]; ok {
+		t.Errorf("template annotated %v: only the settled pods may be, or the revision's hash changes", template.Annotations)
 	}
 }
 
