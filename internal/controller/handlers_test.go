@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 // newIdleController builds a Controller whose informers are never started, with dss
@@ -197,5 +199,41 @@ func flushWrites(ctx context.Context, c *Controller) {
 			return
 		}
 		c.send(ctx, w)
+	}
+}
+
+// sameControllerRef must agree with reflect.DeepEqual on controller references: on
+// nil, on each field changed alone, and on equal flags held in different pointers.
+func TestSameControllerRefIsDeepEqual(t *testing.T) {
+	if n := reflect.TypeFor[metav1.OwnerReference]().NumField(); n != 6 {
+		t.Fatalf("OwnerReference has %d fields, sameControllerRef compares 6: compare the new ones too", n)
+	}
+	base := func() *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "u1",
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	}
+	variants := map[string]*metav1.OwnerReference{"nil": nil, "same": base()}
+	for name, change := range map[string]func(*metav1.OwnerReference){
+		"apiVersion":             func(r *metav1.OwnerReference) { r.APIVersion = "apps/v2" },
+		"kind":                   func(r *metav1.OwnerReference) { r.Kind = "ReplicaSet" },
+		"name":                   func(r *metav1.OwnerReference) { r.Name = "other" },
+		"uid":                    func(r *metav1.OwnerReference) { r.UID = "u2" },
+		"controller false":       func(r *metav1.OwnerReference) { r.Controller = ptr.To(false) },
+		"controller nil":         func(r *metav1.OwnerReference) { r.Controller = nil },
+		"blockOwnerDeletion":     func(r *metav1.OwnerReference) { r.BlockOwnerDeletion = ptr.To(false) },
+		"blockOwnerDeletion nil": func(r *metav1.OwnerReference) { r.BlockOwnerDeletion = nil },
+	} {
+		r := base()
+		change(r)
+		variants[name] = r
+	}
+	a := base()
+	for name, b := range variants {
+		if got, want := sameControllerRef(a, b), reflect.DeepEqual(a, b); got != want {
+			t.Errorf("%s: sameControllerRef %v, reflect.DeepEqual %v", name, got, want)
+		}
+		if got, want := sameControllerRef(b, nil), reflect.DeepEqual(b, (*metav1.OwnerReference)(nil)); got != want {
+			t.Errorf("%s against nil: sameControllerRef %v, reflect.DeepEqual %v", name, got, want)
+		}
 	}
 }
