@@ -23,7 +23,9 @@ controller, see below). Each controller runs in a process of its own, with
 the same client rate limit, and talks to the API server only through a counting
 reverse proxy on loopback, so its requests are attributed exactly. Prints one
 markdown table: per scenario and measure, upstream, everynode and everynode/upstream
-(and, in the churn scenario, the floor controller and everynode/floor).
+(and, in the churn scenario, the floor controller and everynode/floor). With
+--rounds N every scenario runs N times per controller, the controllers taking turns,
+and each cell is the median of the N runs.
 
 Scenarios (--scenarios, in this order; all but burst by default):
   create     one DaemonSet onto --nodes nodes: time until it converged
@@ -136,6 +138,7 @@ sizes; the first build of everynode takes much longer.`,
 	fs.StringVar(&o.ProfileDir, "profile-dir", o.ProfileDir, "Save CPU profiles of everynode's controller, and of the floor's, over each scenario run to this directory, in consecutive 10 s chunks (<scenario>-<controller>-NNN.pprof; `go tool pprof` merges them), and a heap profile at the end of each run (<scenario>-<controller>-heap.pprof). Upstream's is not profiled.")
 	fs.StringArrayVar(&o.EveryNodeArgs, "everynode-arg", o.EveryNodeArgs, "A flag added to everynode's controller command line (repeat for more), to try its settings: --everynode-arg=--sync-batch-period=50ms. The line above the table names them.")
 	fs.BoolVar(&o.ByResource, "by-resource", o.ByResource, "Also print the measured phase's API requests by verb and resource.")
+	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "Run each scenario this many times per controller, the controllers taking turns (in reverse order every other round); the table shows each measure's median, the JSON every run. Each run's sandbox differs in speed from the last: on a small machine one round cannot tell controllers apart by less than that.")
 	fs.StringVar(&o.JSONPath, "json", o.JSONPath, "Also write the results to this file as JSON (raw values: seconds, bytes, counts; each unit named), for scripts that compare runs.")
 	cmd.AddCommand(newBenchModelCommand())
 	return cmd

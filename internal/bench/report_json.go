@@ -22,7 +22,8 @@ type JSONReport struct {
 	Scenarios   []JSONScenario `json:"scenarios"`
 }
 
-// JSONScenario is one scenario's runs, one per controller.
+// JSONScenario is one scenario's runs, one per controller and round, in the order
+// they ran.
 type JSONScenario struct {
 	Name  string    `json:"name"`
 	Title string    `json:"title"`
@@ -32,6 +33,7 @@ type JSONScenario struct {
 // JSONRun is what one controller measured in one scenario.
 type JSONRun struct {
 	Controller string       `json:"controller"`
+	Round      int          `json:"round,omitempty"` // from 1, with --rounds above 1
 	Skipped    bool         `json:"skipped,omitempty"`
 	Error      string       `json:"error,omitempty"`
 	Seconds    float64      `json:"seconds,omitempty"` // sandbox start to stop

@@ -68,6 +68,8 @@ type Options struct {
 	Command string
 	// JSONPath, if set, receives the results as JSON too (JSONReport).
 	JSONPath string
+	// Rounds is how many times each scenario runs per controller (see rounds.go).
+	Rounds int
 }
 
 // DefaultOptions fit a 2-core machine.
@@ -98,6 +100,7 @@ func DefaultOptions() Options {
 		PodReadyDelay:    time.Second,
 		PodStopDelay:     time.Second,
 		Timeout:          30 * time.Minute,
+		Rounds:           1,
 	}
 }
 
@@ -145,12 +148,14 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--floor-pods and --floor-parallelism must be at least 1")
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout must be positive")
+	case o.Rounds < 1:
+		return fmt.Errorf("--rounds must be at least 1")
 	}
 	return nil
 }
 
-// Run runs every selected scenario with every selected controller and writes the
-// table to out; progress goes to progress as it happens.
+// Run runs every selected scenario with every selected controller, o.Rounds times,
+// and writes the table to out; progress goes to progress as it happens.
 func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -183,36 +188,58 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	total, done := plannedRuns(o), 0
 	for _, name := range o.Scenarios {
 		sc := scenarioByName(name, o)
+		js := JSONScenario{Name: name, Title: sc.title}
+		runs := map[string][]RunMetrics{}
+		counted := map[string][]RunMetrics{}
+		for round := 1; round <= o.Rounds && ctx.Err() == nil; round++ {
+			for _, ctrl := range roundOrder(o.Controllers, round) {
+				if ctrl == Floor && !sc.floor {
+					if round == 1 {
+						js.Runs = append(js.Runs, JSONRun{Controller: ctrl, Skipped: true})
+					}
+					continue
+				}
+				done++
+				tag, label := name+"-"+ctrl, ctrl
+				if o.Rounds > 1 {
+					tag += fmt.Sprintf("-round%d", round)
+					label += fmt.Sprintf(", round %d", round)
+				}
+				logf := func(format string, args ...any) {
+					fmt.Fprintf(progress, "%s [%d/%d %s %s] %s\n", time.Now().Format("15:04:05"), done, total, name, label, fmt.Sprintf(format, args...))
+				}
+				t0 := time.Now()
+				run, counts := runOne(ctx, o, sc, ctrl, filepath.Join(work, tag), tag, logf)
+				took := time.Since(t0).Round(time.Second)
+				jr := jsonRun(run, took)
+				if o.Rounds > 1 {
+					jr.Round = round
+				}
+				js.Runs = append(js.Runs, jr)
+				durations = append(durations, fmt.Sprintf("%s/%s %v", name, label, took))
+				if run.Err != nil {
+					failed++
+					logf("FAILED after %v: %v (files in %s)", took, run.Err, filepath.Join(work, tag))
+				} else {
+					logf("done in %v", took)
+				}
+				runs[ctrl] = append(runs[ctrl], run)
+				counted[ctrl] = append(counted[ctrl], RunMetrics{Controller: ctrl, Metrics: countsByResource(counts), Err: run.Err})
+				if ctx.Err() != nil {
+					break
+				}
+			}
+		}
 		res := Result{Scenario: sc.title}
 		det := Result{Scenario: sc.title}
-		js := JSONScenario{Name: name, Title: sc.title}
 		for _, ctrl := range o.Controllers {
-			if ctrl == Floor && !sc.floor {
+			switch {
+			case ctrl == Floor && !sc.floor:
 				res.Runs = append(res.Runs, RunMetrics{Controller: ctrl, Skipped: true})
 				det.Runs = append(det.Runs, RunMetrics{Controller: ctrl, Skipped: true})
-				js.Runs = append(js.Runs, JSONRun{Controller: ctrl, Skipped: true})
-				continue
-			}
-			done++
-			logf := func(format string, args ...any) {
-				fmt.Fprintf(progress, "%s [%d/%d %s %s] %s\n", time.Now().Format("15:04:05"), done, total, name, ctrl, fmt.Sprintf(format, args...))
-			}
-			dir := filepath.Join(work, name+"-"+ctrl)
-			t0 := time.Now()
-			run, counts := runOne(ctx, o, sc, ctrl, dir, logf)
-			took := time.Since(t0).Round(time.Second)
-			js.Runs = append(js.Runs, jsonRun(run, took))
-			durations = append(durations, fmt.Sprintf("%s/%s %v", name, ctrl, took))
-			if run.Err != nil {
-				failed++
-				logf("FAILED after %v: %v (files in %s)", took, run.Err, dir)
-			} else {
-				logf("done in %v", took)
-			}
-			res.Runs = append(res.Runs, run)
-			det.Runs = append(det.Runs, RunMetrics{Controller: ctrl, Metrics: countsByResource(counts), Err: run.Err})
-			if ctx.Err() != nil {
-				break
+			case len(runs[ctrl]) > 0:
+				res.Runs = append(res.Runs, medianRun(runs[ctrl]))
+				det.Runs = append(det.Runs, medianRun(counted[ctrl]))
 			}
 		}
 		table.Results = append(table.Results, res)
@@ -232,6 +259,9 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 	}
 	if len(o.EveryNodeArgs) > 0 {
 		fmt.Fprintf(out, " everynode runs with %s.", strings.Join(o.EveryNodeArgs, " "))
+	}
+	if o.Rounds > 1 {
+		fmt.Fprintf(out, " Each scenario ran %d rounds per controller, the controllers in turn (in reverse order every other round): each cell is the median of its rounds, each ratio one of medians; the JSON has every round.", o.Rounds)
 	}
 	fmt.Fprint(out, "\n\n")
 	fmt.Fprint(out, table.Markdown())
@@ -269,7 +299,7 @@ func plannedRuns(o Options) int {
 			}
 		}
 	}
-	return n
+	return n * o.Rounds
 }
 
 // writeJSONReport writes r to path.
@@ -340,13 +370,14 @@ type runCtx struct {
 func (r *runCtx) add(m Metric) { r.metrics = append(r.metrics, m) }
 
 // runOne runs one scenario with one controller on a fresh sandbox in dir.
-func runOne(ctx context.Context, o Options, sc scenario, ctrl, dir string, logf func(string, ...any)) (RunMetrics, Counts) {
+func runOne(ctx context.Context, o Options, sc scenario, ctrl, dir, tag string, logf func(string, ...any)) (RunMetrics, Counts) {
 	r := &runCtx{ctx: ctx, o: o, logf: logf}
-	err := r.run(sc, ctrl, dir)
+	err := r.run(sc, ctrl, dir, tag)
 	return RunMetrics{Controller: ctrl, Metrics: r.metrics, Err: err}, r.measured
 }
 
-func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
+// tag names the run's profiles: <scenario>-<controller>, and -round<N> with rounds.
+func (r *runCtx) run(sc scenario, ctrl, dir, tag string) (err error) {
 	ctx := r.ctx
 	t0 := time.Now()
 	r.sb, err = StartSandbox(ctx, SandboxOptions{Binary: r.o.Binary, Dir: dir, Nodes: sc.nodes,
@@ -415,14 +446,14 @@ func (r *runCtx) run(sc scenario, ctrl, dir string) (err error) {
 
 	var prof *profiler
 	if pprofAddr != "" {
-		prof = startProfiler(ctx, pprofAddr, r.o.ProfileDir, sc.name+"-"+ctrl)
+		prof = startProfiler(ctx, pprofAddr, r.o.ProfileDir, tag)
 	}
 	sampler := StartSampler(r.ctrl.Pid(), sampleEvery)
 	runErr := sc.run(r)
 	anon := sampler.Stop()
 	if prof != nil {
 		n, err := prof.stop()
-		r.logf("%d CPU profiles of %v each and a heap profile in %s (%s-%s-*.pprof); error: %v", n, profileChunk, r.o.ProfileDir, sc.name, ctrl, err)
+		r.logf("%d CPU profiles of %v each and a heap profile in %s (%s-*.pprof); error: %v", n, profileChunk, r.o.ProfileDir, tag, err)
 	}
 	if s, err := ReadProc(r.ctrl.Pid()); err == nil {
 		r.add(Metric{Name: "controller peak RSS, VmHWM (MiB)", Unit: Bytes, Value: float64(s.PeakRSS)})
