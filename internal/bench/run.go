@@ -200,10 +200,11 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 					continue
 				}
 				done++
-				tag, label := name+"-"+ctrl, ctrl
+				tag, label, runName := name+"-"+ctrl, ctrl, name+"/"+ctrl
 				if o.Rounds > 1 {
 					tag += fmt.Sprintf("-round%d", round)
 					label += fmt.Sprintf(", round %d", round)
+					runName += fmt.Sprintf(" (round %d)", round)
 				}
 				logf := func(format string, args ...any) {
 					fmt.Fprintf(progress, "%s [%d/%d %s %s] %s\n", time.Now().Format("15:04:05"), done, total, name, label, fmt.Sprintf(format, args...))
@@ -216,7 +217,7 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 					jr.Round = round
 				}
 				js.Runs = append(js.Runs, jr)
-				durations = append(durations, fmt.Sprintf("%s/%s %v", name, label, took))
+				durations = append(durations, fmt.Sprintf("%s %v", runName, took))
 				if run.Err != nil {
 					failed++
 					logf("FAILED after %v: %v (files in %s)", took, run.Err, filepath.Join(work, tag))
