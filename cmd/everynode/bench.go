@@ -82,7 +82,7 @@ A DaemonSet has converged when its status shows observedGeneration == generation
 desired == current == updated == ready == available == the nodes it should run on,
 none misscheduled. Each sandbox first measures its API server's pod-create rate with
 a plain client (--floor-pods pods, --floor-parallelism at a time, no rate limit; the
-better of two rounds), and convergence times are set against it: the API floor is
+better of two passes), and convergence times are set against it: the API floor is
 pods ÷ that rate.
 
 Measures: wall time to converge; controller CPU (utime+stime of its process, from

@@ -389,13 +389,13 @@ func (r *runCtx) run(sc scenario, ctrl, dir, tag string) (err error) {
 	defer r.sb.Stop()
 	r.logf("sandbox with %d nodes ready in %v", sc.nodes, time.Since(t0).Round(100*time.Millisecond))
 
-	// The best of two rounds: the limit, less the noise of a machine still settling.
-	for round := range 2 {
+	// The best of two passes: the limit, less the noise of a machine still settling.
+	for pass := range 2 {
 		rate, err := measureCreateRate(ctx, r.sb.Client, r.o.FloorPods, r.o.FloorParallel)
 		if err != nil {
 			return fmt.Errorf("measuring the API server's pod create rate: %w", err)
 		}
-		r.logf("API server creates %.0f pods/s for a plain client (round %d: %d pods, %d in parallel)", rate, round+1, r.o.FloorPods, r.o.FloorParallel)
+		r.logf("API server creates %.0f pods/s for a plain client (pass %d of 2: %d pods, %d in parallel)", rate, pass+1, r.o.FloorPods, r.o.FloorParallel)
 		r.rate = max(r.rate, rate)
 	}
 	r.add(Metric{Name: "API server pod creates/s, plain client (best of 2)", Unit: PerSecond, Value: r.rate, NoRatio: true})
