@@ -24,6 +24,19 @@ func roundOrder(controllers []string, round int) []string {
 	return out
 }
 
+// runNames name one run of a scenario: tag its directory and profiles, label its
+// progress lines, title its entry in the closing list of run times. The round is
+// named only when there are several.
+func runNames(scenario, ctrl string, round, rounds int) (tag, label, title string) {
+	tag, label, title = scenario+"-"+ctrl, ctrl, scenario+"/"+ctrl
+	if rounds > 1 {
+		tag += fmt.Sprintf("-round%d", round)
+		label += fmt.Sprintf(", round %d", round)
+		title += fmt.Sprintf(" (round %d)", round)
+	}
+	return tag, label, title
+}
+
 // medianRun is what the table shows for one controller's runs of a scenario, in
 // round order: each metric's median over the runs that finished, and the first
 // failure if a run failed. A single run is shown as it is. When no run finished,

@@ -27,6 +27,21 @@ func TestRoundOrderTakesTurns(t *testing.T) {
 	}
 }
 
+func TestRunNames(t *testing.T) {
+	for _, tc := range []struct {
+		round, rounds            int
+		wantTag, wantLabel, want string
+	}{
+		{1, 1, "churn-floor", "floor", "churn/floor"},
+		{2, 3, "churn-floor-round2", "floor, round 2", "churn/floor (round 2)"},
+	} {
+		tag, label, title := runNames("churn", Floor, tc.round, tc.rounds)
+		if tag != tc.wantTag || label != tc.wantLabel || title != tc.want {
+			t.Errorf("runNames(round %d of %d) = %q, %q, %q; want %q, %q, %q", tc.round, tc.rounds, tag, label, title, tc.wantTag, tc.wantLabel, tc.want)
+		}
+	}
+}
+
 func TestMedian(t *testing.T) {
 	inf := math.Inf(1)
 	for _, tc := range []struct {

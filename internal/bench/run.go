@@ -200,27 +200,23 @@ func Run(ctx context.Context, o Options, out, progress io.Writer) error {
 					continue
 				}
 				done++
-				tag, label, runName := name+"-"+ctrl, ctrl, name+"/"+ctrl
-				if o.Rounds > 1 {
-					tag += fmt.Sprintf("-round%d", round)
-					label += fmt.Sprintf(", round %d", round)
-					runName += fmt.Sprintf(" (round %d)", round)
-				}
+				tag, label, title := runNames(name, ctrl, round, o.Rounds)
 				logf := func(format string, args ...any) {
 					fmt.Fprintf(progress, "%s [%d/%d %s %s] %s\n", time.Now().Format("15:04:05"), done, total, name, label, fmt.Sprintf(format, args...))
 				}
+				dir := filepath.Join(work, tag)
 				t0 := time.Now()
-				run, counts := runOne(ctx, o, sc, ctrl, filepath.Join(work, tag), tag, logf)
+				run, counts := runOne(ctx, o, sc, ctrl, dir, tag, logf)
 				took := time.Since(t0).Round(time.Second)
 				jr := jsonRun(run, took)
 				if o.Rounds > 1 {
 					jr.Round = round
 				}
 				js.Runs = append(js.Runs, jr)
-				durations = append(durations, fmt.Sprintf("%s %v", runName, took))
+				durations = append(durations, fmt.Sprintf("%s %v", title, took))
 				if run.Err != nil {
 					failed++
-					logf("FAILED after %v: %v (files in %s)", took, run.Err, filepath.Join(work, tag))
+					logf("FAILED after %v: %v (files in %s)", took, run.Err, dir)
 				} else {
 					logf("done in %v", took)
 				}
