@@ -660,8 +660,10 @@ func TestMergeWritesIsAStableMerge(t *testing.T) {
 		slices.SortStableFunc(queued, compareWrites)
 		slices.SortStableFunc(added, compareWrites)
 		want := slices.SortedStableFunc(slices.Values(slices.Concat(queued, added)), compareWrites)
-		got := mergeWrites(append(make([]*podWrite, 0, cap(queued)), queued...), added) // with room to append into
-		if !slices.Equal(got, want) {                                                   // by identity: ties keep the queued write first
+		// The queued writes with room to append into; compared by identity, so ties
+		// must keep the queued write first.
+		got := mergeWrites(append(make([]*podWrite, 0, cap(queued)), queued...), added)
+		if !slices.Equal(got, want) {
 			t.Fatalf("case %d: merging %v into %v gave %v, want %v", c, added, queued, got, want)
 		}
 	}
